@@ -1,0 +1,40 @@
+// The project's one test command (README, .ci/run): runs the tap suite, passes its output
+// through, and ends with one plain totals line "N passed, N failed" that CI reads.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const tap = path.join(root, 'node_modules', '.bin', 'tap');
+const child = spawn(tap, ['--reporter=tap', ...process.argv.slice(2)], {
+  cwd: root,
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+
+let last = '';
+let summary = null;
+child.stdout.on('data', (chunk) => {
+  process.stdout.write(chunk);
+  const text = last + chunk.toString('utf8');
+  const lines = text.split('\n');
+  last = lines.pop() ?? '';
+  for (const line of lines) {
+    const m = /^# \{ total: (\d+)(.*)\}$/.exec(line.trim());
+    if (m) summary = { total: Number(m[1]), rest: m[2] };
+  }
+});
+
+child.on('close', (code) => {
+  let passed = 0;
+  let failed = 0;
+  if (summary) {
+    const pass = /pass: (\d+)/.exec(summary.rest);
+    const fail = /fail: (\d+)/.exec(summary.rest);
+    passed = pass ? Number(pass[1]) : 0;
+    failed = fail ? Number(fail[1]) : 0;
+  } else {
+    failed = 1; // no summary: the runner itself broke
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(code === 0 && summary && failed === 0 ? 0 : 1);
+});

@@ -1,0 +1,100 @@
+// The seam every converter implements (DESIGN.md §9, STYLE.md "Converters").
+// A converter is one object per input kind. It never trusts the client's file name alone:
+// `accepts` looks at the first bytes. `count` prices without converting. `convert` turns a file
+// on disk into Markdown. Converters run inside the worker pool; they receive paths, never the
+// document's bytes, and they must honour `ctx.signal`.
+// Failures are thrown as ApiError('invalid_document' | 'input_format_mismatch' | ...) from
+// src/errors.ts; anything else thrown is reported as invalid_document.
+
+export type ConverterKind =
+  | 'pdf'
+  | 'image'
+  | 'word'
+  | 'excel'
+  | 'powerpoint'
+  | 'html'
+  | 'url'
+  | 'text'
+  | 'markdown-html'
+  | 'markdown-text';
+
+export type OutputFormat = 'markdown' | 'text' | 'html' | 'pages';
+
+/** Inclusive page ranges, 1-based; `to: null` means "to the last page". */
+export interface PageRange {
+  from: number;
+  to: number | null;
+}
+
+export interface ConvertOptions {
+  formats: OutputFormat[];
+  /** PDF: which pages to convert; undefined = all. */
+  pages?: PageRange[];
+  quality?: 'fast' | 'standard' | 'max';
+  table_mode?: 'fast' | 'accurate';
+  figures?: 'placeholder' | 'describe';
+  ocr?: boolean;
+  image_mode?: 'ocr' | 'understand';
+  /** HTML: the address the document came from, to make relative links absolute. */
+  baseUrl?: string;
+}
+
+/** What the registry knows of a source before converting it. */
+export interface Peek {
+  /** The first bytes of the file (up to 8 KiB). */
+  bytes: Buffer;
+  /** The client's file name, when it sent one. */
+  name: string;
+  /** The client's or the server's media type, when known. */
+  mime?: string;
+}
+
+/** The size of a source in the units its price is counted in (DESIGN.md §3). */
+export interface Count {
+  /** Pages (PDF pages selected, slides, images/frames, Word pages of 3,000 characters,
+   *  Excel sheets, text/HTML: 1). Reported as `pages` in estimates and files. */
+  pages: number;
+  /** The pricing unit of the kind: PDF pages, images, Word pages, slides, non-empty cells,
+   *  bytes (HTML, text, Markdown). */
+  units: number;
+}
+
+export interface ConvertContext {
+  signal: AbortSignal;
+  /** A directory the converter may write scratch files to; removed after the task. */
+  tmpDir: string;
+  /** Progress for long work: pages done out of the total. */
+  progress(done: number, total: number): void;
+  /** Allow URL fetches into private/loopback networks (ALLOW_PRIVATE_NETWORK=1). */
+  allowPrivateNetwork: boolean;
+  /** Optional OpenAI-compatible vision endpoint (AI_BASE_URL/AI_API_KEY/AI_MODEL). */
+  ai?: { baseUrl: string; apiKey?: string; model: string };
+  /** Convert another file through the registry (the URL converter dispatches with it). */
+  convertFile(path: string, peek: Peek, options: ConvertOptions): Promise<ConvertResult>;
+}
+
+export interface ConvertResult {
+  /** The whole document as Markdown (for render kinds: the Markdown source to render). */
+  markdown: string;
+  /** Per-page Markdown, when the kind has pages (PDF, slides, TIFF frames). */
+  pages?: string[];
+  /** Pages actually converted. */
+  pageCount: number;
+  /** `ai_enhanced` when a vision model contributed. */
+  variant?: 'standard' | 'ai_enhanced';
+  /** The media type of what was converted (URL: the fetched document's). */
+  mime?: string;
+}
+
+export interface Converter {
+  kind: ConverterKind;
+  /** Media types this converter accepts. */
+  mediaTypes: readonly string[];
+  /** File extensions (lower case, with the dot) this converter accepts. */
+  extensions: readonly string[];
+  /** True when the first bytes look like this kind (magic numbers, or plausible text). */
+  accepts(peek: Peek): boolean;
+  /** Counts pages/units for pricing without converting the document. */
+  count(path: string, options: ConvertOptions): Promise<Count>;
+  convert(path: string, options: ConvertOptions, ctx: ConvertContext): Promise<ConvertResult>;
+}

@@ -1,0 +1,165 @@
+// Every API error the service can answer with, in one table (DESIGN.md §8).
+// Code never builds a Problem by hand: it throws `new ApiError(code, detail)` and the server
+// turns that into application/problem+json with every Problem field filled in.
+
+export interface ErrorSpec {
+  status: number;
+  title: string;
+  retryable: boolean;
+  hint: string;
+}
+
+export const ERRORS = {
+  invalid_request: {
+    status: 400, title: 'Invalid request', retryable: false,
+    hint: 'Fix the request as the detail says; see /v1/openapi.json for every field.',
+  },
+  unauthorized: {
+    status: 401, title: 'Unauthorized', retryable: false,
+    hint: 'Send a valid API key in the x-api-key header or as Authorization: Bearer <key>.',
+  },
+  insufficient_credits: {
+    status: 402, title: 'Insufficient credits', retryable: false,
+    hint: 'Top up the account or price the work first with the matching /estimate endpoint.',
+  },
+  upload_limit_exceeded: {
+    status: 403, title: 'Upload limit exceeded', retryable: false,
+    hint: 'The plan\'s monthly file allowance is used up; upgrade the plan or wait for the next month.',
+  },
+  storage_limit_exceeded: {
+    status: 403, title: 'Storage limit exceeded', retryable: false,
+    hint: 'Delete stored conversions or upgrade the plan, or submit without store: true.',
+  },
+  scope_missing: {
+    status: 403, title: 'Scope missing', retryable: false,
+    hint: 'Use a key that has the scope named in the detail.',
+  },
+  subscription_required: {
+    status: 403, title: 'Subscription required', retryable: false,
+    hint: 'API access needs an active Lite, Pro or Max subscription.',
+  },
+  not_found: {
+    status: 404, title: 'Not found', retryable: false,
+    hint: 'Check the id and that it belongs to the account of the key you use.',
+  },
+  method_not_allowed: {
+    status: 405, title: 'Method not allowed', retryable: false,
+    hint: 'The Allow header lists the methods this path takes.',
+  },
+  upload_not_completed: {
+    status: 409, title: 'Upload not completed', retryable: false,
+    hint: 'Send every part, then POST /v1/uploads/{id}/complete before converting it.',
+  },
+  file_expired: {
+    status: 410, title: 'File expired', retryable: false,
+    hint: 'Files are kept 24 h unless stored with store: true; send the document again.',
+  },
+  payload_too_large: {
+    status: 413, title: 'Payload too large', retryable: false,
+    hint: 'Bodies over 100 MB must use a chunked upload: POST /v1/uploads.',
+  },
+  upload_too_large: {
+    status: 413, title: 'Upload too large', retryable: false,
+    hint: 'The upload is larger than declared or than the plan\'s per-file size limit.',
+  },
+  file_too_large: {
+    status: 413, title: 'File too large', retryable: false,
+    hint: 'The file is over the plan\'s per-file size limit; upgrade the plan or split the file.',
+  },
+  input_format_mismatch: {
+    status: 415, title: 'Input format mismatch', retryable: false,
+    hint: 'Send the document to the endpoint of its kind (a PDF to /v1/convert/pdf, and so on).',
+  },
+  page_cap_exceeded: {
+    status: 422, title: 'Page cap exceeded', retryable: false,
+    hint: 'Convert fewer pages with the pages option, or upgrade the plan.',
+  },
+  idempotency_key_reused: {
+    status: 422, title: 'Idempotency key reused', retryable: false,
+    hint: 'An Idempotency-Key names one request; use a new key for a different request.',
+  },
+  invalid_document: {
+    status: 422, title: 'Invalid document', retryable: false,
+    hint: 'The document is damaged, encrypted or not what it claims to be; check it opens locally.',
+  },
+  concurrency_limited: {
+    status: 429, title: 'Concurrency limited', retryable: true,
+    hint: 'Too many conversions are running for this account; retry after Retry-After seconds.',
+  },
+  rate_limited: {
+    status: 429, title: 'Rate limited', retryable: true,
+    hint: 'Too many requests this minute; retry after Retry-After seconds.',
+  },
+  internal_error: {
+    status: 500, title: 'Internal error', retryable: true,
+    hint: 'Retry; if it persists, report the request_id.',
+  },
+  not_implemented: {
+    status: 501, title: 'Not implemented', retryable: false,
+    hint: 'This endpoint is part of the API but not available in this build yet.',
+  },
+  parser_unavailable: {
+    status: 503, title: 'Parser unavailable', retryable: true,
+    hint: 'The converter for this kind is temporarily unavailable; retry shortly.',
+  },
+  conversion_unavailable: {
+    status: 503, title: 'Conversion unavailable', retryable: true,
+    hint: 'Storage is temporarily unavailable; retry shortly.',
+  },
+  service_unavailable: {
+    status: 503, title: 'Service unavailable', retryable: true,
+    hint: 'A dependency is down; retry with backoff.',
+  },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Extra response headers, such as Retry-After or Allow. */
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, detail?: string, headers: Record<string, string> = {}) {
+    super(detail ?? ERRORS[code].title);
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.headers = headers;
+  }
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  error: ErrorCode;
+  message: string;
+  hint: string;
+  request_id: string;
+  retryable: boolean;
+}
+
+export function problemOf(code: ErrorCode, detail: string, instance: string, requestId: string): Problem {
+  const spec: ErrorSpec = ERRORS[code];
+  return {
+    type: `https://docpipe.dev/errors/${code}`,
+    title: spec.title,
+    status: spec.status,
+    detail,
+    instance,
+    error: code,
+    message: detail,
+    hint: spec.hint,
+    request_id: requestId,
+    retryable: spec.retryable,
+  };
+}
+
+/** The Problem stored on a failed file: same shape, the instance is the conversion's path. */
+export function fileProblem(err: unknown, instance: string, requestId: string): Problem {
+  if (err instanceof ApiError) return problemOf(err.code, err.message, instance, requestId);
+  return problemOf('invalid_document', err instanceof Error ? err.message : String(err), instance, requestId);
+}
