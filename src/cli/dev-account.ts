@@ -1,0 +1,10 @@
+// The development account of embedded mode: created on the first start only.
+import type { Sql } from '../store/db.js';
+import { createAccount, createKey, listAccounts, SCOPES, type Plan } from '../store/accounts.js';
+
+export async function ensureDevAccount(sql: Sql): Promise<{ accountId: string; key: string; plan: Plan } | undefined> {
+  if ((await listAccounts(sql)).length > 0) return undefined;
+  const account = await createAccount(sql, { name: 'Development', plan: 'pro' });
+  const { key } = await createKey(sql, account.id, SCOPES);
+  return { accountId: account.id, key, plan: account.plan };
+}

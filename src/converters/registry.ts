@@ -1,0 +1,137 @@
+// Picks the converter for an endpoint, sniffs sources against it, and runs a conversion with the
+// shared post-steps (clean-up once, then Markdown → text / HTML / pages), so that no converter
+// repeats them. Converter modules load lazily: a kind whose module fails to load answers 503
+// parser_unavailable instead of taking the whole service down.
+import { open } from 'node:fs/promises';
+import { ApiError } from '../errors.js';
+import { cleanMarkdown, markdownToHtml, markdownToText } from './shared/markdown.js';
+import type { ConvertContext, ConvertOptions, Converter, ConverterKind, OutputFormat, Peek } from './types.js';
+
+const loaders: Record<ConverterKind, () => Promise<Converter>> = {
+  'pdf': () => import('./pdf.js').then((m) => m.pdfConverter),
+  'image': () => import('./image.js').then((m) => m.imageConverter),
+  'word': () => import('./word.js').then((m) => m.wordConverter),
+  'excel': () => import('./excel.js').then((m) => m.excelConverter),
+  'powerpoint': () => import('./powerpoint.js').then((m) => m.powerpointConverter),
+  'html': () => import('./html.js').then((m) => m.htmlConverter),
+  'url': () => import('./url.js').then((m) => m.urlConverter),
+  'text': () => import('./text.js').then((m) => m.textConverter),
+  'markdown-html': () => import('./markdown.js').then((m) => m.markdownHtmlConverter),
+  'markdown-text': () => import('./markdown.js').then((m) => m.markdownTextConverter),
+};
+
+export const KINDS = Object.keys(loaders) as ConverterKind[];
+
+/** The endpoint path segment (after /v1/convert/) of each kind. */
+export const ENDPOINTS: Record<ConverterKind, string> = {
+  'pdf': 'pdf', 'image': 'image', 'word': 'word', 'excel': 'excel', 'powerpoint': 'powerpoint',
+  'html': 'html', 'url': 'url', 'text': 'text', 'markdown-html': 'markdown/html', 'markdown-text': 'markdown/text',
+};
+
+export const LABELS: Record<ConverterKind, string> = {
+  'pdf': 'a PDF', 'image': 'an image', 'word': 'a Word document (.docx)', 'excel': 'a spreadsheet (.xlsx or .csv)',
+  'powerpoint': 'a PowerPoint deck (.pptx)', 'html': 'an HTML document', 'url': 'a URL', 'text': 'a text file',
+  'markdown-html': 'a Markdown file', 'markdown-text': 'a Markdown file',
+};
+
+export function isRender(kind: ConverterKind): boolean {
+  return kind === 'markdown-html' || kind === 'markdown-text';
+}
+
+export function defaultFormats(kind: ConverterKind): OutputFormat[] {
+  if (kind === 'markdown-html') return ['html'];
+  if (kind === 'markdown-text') return ['text'];
+  return ['markdown'];
+}
+
+const loaded = new Map<ConverterKind, Promise<Converter>>();
+
+export function converterFor(kind: ConverterKind): Promise<Converter> {
+  let p = loaded.get(kind);
+  if (!p) {
+    p = loaders[kind]().catch((err: unknown) => {
+      loaded.delete(kind);
+      throw new ApiError('parser_unavailable', `The ${kind} converter could not be loaded: ${(err as Error).message}`);
+    });
+    loaded.set(kind, p);
+  }
+  return p;
+}
+
+export const PEEK_BYTES = 8192;
+
+export async function peekFile(path: string, name: string, mime?: string): Promise<Peek> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(PEEK_BYTES);
+    const { bytesRead } = await fh.read(buf, 0, PEEK_BYTES, 0);
+    return { bytes: buf.subarray(0, bytesRead), name, mime };
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Refuses with 415 a source whose bytes are not what the endpoint converts. */
+export async function sniff(kind: ConverterKind, peek: Peek): Promise<Converter> {
+  const conv = await converterFor(kind);
+  if (!conv.accepts(peek)) {
+    throw new ApiError('input_format_mismatch', `"${peek.name}" is not ${LABELS[kind]}: send it to the endpoint of its kind.`);
+  }
+  return conv;
+}
+
+/** The converter (other than URL) whose media types include `mime`, or whose magic bytes fit. */
+export async function converterForMime(peek: Peek): Promise<Converter> {
+  const order: ConverterKind[] = ['pdf', 'word', 'excel', 'powerpoint', 'image', 'html', 'text'];
+  const mime = (peek.mime ?? '').split(';')[0]!.trim().toLowerCase();
+  for (const kind of order) {
+    const conv = await converterFor(kind);
+    if (mime && conv.mediaTypes.includes(mime) && conv.accepts(peek)) return conv;
+  }
+  for (const kind of order) {
+    const conv = await converterFor(kind);
+    if (conv.accepts(peek)) return conv;
+  }
+  throw new ApiError('input_format_mismatch', `No converter takes "${peek.name}" (${mime || 'unknown type'}).`);
+}
+
+export interface Output {
+  format: OutputFormat;
+  mime: string;
+  content: string;
+}
+
+export interface RunResult {
+  outputs: Output[];
+  pageCount: number;
+  variant: 'standard' | 'ai_enhanced';
+}
+
+const OUTPUT_MIME: Record<OutputFormat, string> = {
+  markdown: 'text/markdown; charset=utf-8',
+  text: 'text/plain; charset=utf-8',
+  html: 'text/html; charset=utf-8',
+  pages: 'application/json',
+};
+
+/** Converts one source and produces every requested format from its Markdown. */
+export async function runConversion(
+  kind: ConverterKind, path: string, peek: Peek, options: ConvertOptions, ctx: Omit<ConvertContext, 'convertFile'>,
+): Promise<RunResult> {
+  const conv = await converterFor(kind);
+  const fullCtx: ConvertContext = {
+    ...ctx,
+    convertFile: async (p, pk, o) => (await converterForMime(pk)).convert(p, o, fullCtx),
+  };
+  const result = await conv.convert(path, options, fullCtx);
+  const markdown = isRender(kind) ? result.markdown : cleanMarkdown(result.markdown);
+  const outputs: Output[] = options.formats.map((format) => ({
+    format,
+    mime: OUTPUT_MIME[format],
+    content: format === 'markdown' ? markdown
+      : format === 'text' ? markdownToText(markdown)
+      : format === 'html' ? markdownToHtml(markdown)
+      : JSON.stringify((result.pages ?? [markdown]).map((p) => (isRender(kind) ? p : cleanMarkdown(p)))),
+  }));
+  return { outputs, pageCount: result.pageCount, variant: result.variant ?? 'standard' };
+}

@@ -1,0 +1,176 @@
+// The shared post-steps: Markdown clean-up, and Markdown → HTML / plain text (GFM, via marked).
+// HTML output never passes raw HTML from the input through: it is escaped, and links or images
+// with script-capable schemes lose their target. This is what makes the service safe to render.
+import { Marked, type Token, type Tokens } from 'marked';
+
+const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => escapes[c]!);
+}
+
+/** http(s), mailto, relative and fragment links are kept; javascript:, data:, vbscript: … are not. */
+function safeHref(href: string): string | null {
+  const trimmed = href.trim();
+  // Browsers ignore control characters and whitespace inside a scheme: strip them before looking.
+  // eslint-disable-next-line no-control-regex
+  const probe = trimmed.replace(/[\u0000-\u0020]/g, '').toLowerCase();
+  const scheme = /^([a-z][a-z0-9+.-]*):/.exec(probe);
+  if (!scheme) return trimmed;
+  return ['http', 'https', 'mailto', 'tel', 'ftp'].includes(scheme[1]!) ? trimmed : null;
+}
+
+const marked = new Marked({
+  gfm: true,
+  breaks: false,
+  renderer: {
+    html({ text }: Tokens.HTML | Tokens.Tag): string {
+      return escapeHtml(text);
+    },
+    link({ href, title, tokens }: Tokens.Link): string {
+      const inner = this.parser.parseInline(tokens);
+      const safe = safeHref(href);
+      if (safe === null) return inner;
+      const t = title ? ` title="${escapeHtml(title)}"` : '';
+      return `<a href="${escapeHtml(safe)}"${t}>${inner}</a>`;
+    },
+    image({ href, title, text }: Tokens.Image): string {
+      const safe = safeHref(href);
+      if (safe === null) return escapeHtml(text);
+      const t = title ? ` title="${escapeHtml(title)}"` : '';
+      return `<img src="${escapeHtml(safe)}" alt="${escapeHtml(text)}"${t}>`;
+    },
+  },
+});
+
+export function markdownToHtml(md: string): string {
+  return marked.parse(md, { async: false }) as string;
+}
+
+/** Plain text: the words of the document, blocks separated by blank lines, no markup. */
+export function markdownToText(md: string): string {
+  const tokens = marked.lexer(md);
+  return normaliseBlankLines(blocks(tokens, '').join('\n\n')).trim() + '\n';
+}
+
+function blocks(tokens: Token[], indent: string): string[] {
+  const out: string[] = [];
+  for (const t of tokens) {
+    switch (t.type) {
+      case 'space':
+      case 'hr':
+      case 'def':
+        break;
+      case 'heading':
+      case 'paragraph':
+        out.push(indent + inline((t as Tokens.Heading | Tokens.Paragraph).tokens));
+        break;
+      case 'text': {
+        const tt = t as Tokens.Text;
+        out.push(indent + (tt.tokens ? inline(tt.tokens) : decode(tt.text)));
+        break;
+      }
+      case 'code':
+        out.push((t as Tokens.Code).text.split('\n').map((l) => indent + l).join('\n'));
+        break;
+      case 'blockquote':
+        out.push(...blocks((t as Tokens.Blockquote).tokens, indent));
+        break;
+      case 'list': {
+        const list = t as Tokens.List;
+        const start = typeof list.start === 'number' ? list.start : 1;
+        const items = list.items.map((item, i) => {
+          const bullet = list.ordered ? `${start + i}. ` : '- ';
+          const body = blocks(item.tokens, '').join('\n');
+          const lines = body.split('\n');
+          return indent + bullet + lines[0] + lines.slice(1).map((l) => `\n${indent}${' '.repeat(bullet.length)}${l}`).join('');
+        });
+        out.push(items.join('\n'));
+        break;
+      }
+      case 'table': {
+        const table = t as Tokens.Table;
+        const row = (cells: Tokens.TableCell[]): string => indent + cells.map((c) => inline(c.tokens)).join('\t');
+        out.push([row(table.header), ...table.rows.map(row)].join('\n'));
+        break;
+      }
+      case 'html':
+        out.push(indent + (t as Tokens.HTML).text.replace(/<[^>]*>/g, '').trim());
+        break;
+      default:
+        if ('text' in t && typeof t.text === 'string') out.push(indent + t.text);
+    }
+  }
+  return out.filter((b) => b.trim() !== '');
+}
+
+function inline(tokens: Token[] | undefined): string {
+  if (!tokens) return '';
+  let s = '';
+  for (const t of tokens) {
+    switch (t.type) {
+      case 'strong': case 'em': case 'del': case 'link':
+        s += inline((t as Tokens.Strong).tokens);
+        break;
+      case 'image':
+        s += (t as Tokens.Image).text;
+        break;
+      case 'codespan':
+        s += decode((t as Tokens.Codespan).text);
+        break;
+      case 'br':
+        s += '\n';
+        break;
+      case 'html':
+        break;
+      case 'text': {
+        const tt = t as Tokens.Text;
+        s += tt.tokens ? inline(tt.tokens) : decode(tt.text);
+        break;
+      }
+      case 'escape':
+        s += (t as Tokens.Escape).text;
+        break;
+      default:
+        if ('text' in t && typeof t.text === 'string') s += t.text;
+    }
+  }
+  return s;
+}
+
+const entities: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
+function decode(s: string): string {
+  return s.replace(/&(amp|lt|gt|quot|#39);/g, (e) => entities[e]!);
+}
+
+function normaliseBlankLines(s: string): string {
+  return s.replace(/\n{3,}/g, '\n\n');
+}
+
+/**
+ * The clean-up every converter's Markdown gets once, in the registry: LF newlines, no trailing
+ * spaces outside code blocks (except a Markdown hard break of two spaces), at most one blank
+ * line between blocks outside code blocks, one final newline.
+ */
+export function cleanMarkdown(md: string): string {
+  const lines = md.replace(/\r\n?/g, '\n').split('\n');
+  const out: string[] = [];
+  let fence: string | null = null;
+  let blank = 0;
+  for (const raw of lines) {
+    const f = /^\s{0,3}(`{3,}|~{3,})/.exec(raw);
+    if (fence) {
+      out.push(raw);
+      if (f && f[1]![0] === fence[0] && f[1]!.length >= fence.length && raw.trim() === f[1]) fence = null;
+      continue;
+    }
+    if (f) fence = f[1]!;
+    const line = /\S {2}$/.test(raw) ? raw.replace(/\s+$/, '  ') : raw.replace(/\s+$/, '');
+    if (line === '') {
+      blank++;
+      if (blank > 1 || out.length === 0) continue;
+    } else blank = 0;
+    out.push(line);
+  }
+  while (out.length && out[out.length - 1] === '') out.pop();
+  return out.length ? out.join('\n') + '\n' : '';
+}

@@ -1,0 +1,231 @@
+// Request bodies. JSON is collected up to a cap and parsed with a nesting limit; multipart is
+// streamed through busboy straight into files under DATA_DIR/tmp, pausing the socket while the
+// disk catches up. Nothing is buffered past its cap: an oversized body is refused from its
+// Content-Length, or the moment its running total passes the cap.
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import busboy from 'busboy';
+import { ApiError } from '../errors.js';
+import type { HttpResponse } from 'uWebSockets.js';
+import type { Ctx } from './respond.js';
+
+/**
+ * uWS delivers a body only to an onData handler attached before the route handler returns,
+ * but our handlers authenticate first. So every request that may carry a body gets one of
+ * these at once: it pauses the socket and holds what already arrived until a reader consumes it.
+ */
+export class BodyReader {
+  private queue: Array<[Buffer, boolean]> = [];
+  private sink?: (chunk: Buffer, isLast: boolean) => void;
+  private paused = true;
+
+  constructor(private res: HttpResponse, private isAborted: () => boolean) {
+    res.onData((chunk, isLast) => {
+      // uWS reuses the chunk's memory after this callback returns: copy it.
+      const copy = Buffer.copyBytesFrom(new Uint8Array(chunk));
+      if (this.sink) this.sink(copy, isLast);
+      else this.queue.push([copy, isLast]);
+    });
+    res.pause();
+  }
+
+  consume(sink: (chunk: Buffer, isLast: boolean) => void): void {
+    if (this.sink) throw new Error('the body is read once');
+    this.sink = sink;
+    const queued = this.queue;
+    this.queue = [];
+    for (const [c, last] of queued) sink(c, last);
+    this.resume();
+  }
+
+  pause(): void {
+    if (!this.paused && !this.isAborted()) { this.paused = true; this.res.pause(); }
+  }
+
+  resume(): void {
+    if (this.paused && !this.isAborted()) { this.paused = false; this.res.resume(); }
+  }
+}
+
+function bodyOf(ctx: Ctx): BodyReader {
+  if (!ctx.body) throw new ApiError('invalid_request', `${ctx.method} requests carry no body.`);
+  return ctx.body;
+}
+
+export interface UploadedFile {
+  field: string;
+  name: string;
+  mime: string;
+  path: string;
+  bytes: number;
+}
+
+export interface MultipartBody {
+  files: UploadedFile[];
+  fields: Record<string, string>;
+}
+
+function declaredLength(ctx: Ctx): number | undefined {
+  const raw = ctx.headers['content-length'];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+function tooLarge(limit: number): ApiError {
+  return new ApiError('payload_too_large', `The request body is over the ${limit} byte limit.`);
+}
+
+/** Collects a small body in memory, refusing past `limit` bytes. */
+export function readRaw(ctx: Ctx, limit: number): Promise<Buffer> {
+  const declared = declaredLength(ctx);
+  if (declared !== undefined && declared > limit) return Promise.reject(tooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let failed = false;
+    const body = bodyOf(ctx);
+    ctx.cleanups.push(() => { if (!failed) { failed = true; reject(new ApiError('invalid_request', 'The client went away.')); } });
+    body.consume((chunk, isLast) => {
+      if (failed) return;
+      total += chunk.byteLength;
+      if (total > limit) {
+        failed = true;
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+      if (isLast) { failed = true; resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)); }
+    });
+  });
+}
+
+const MAX_DEPTH = 32;
+
+/** Parses JSON, refusing deep nesting before JSON.parse can recurse into it. */
+export function parseJson(buf: Buffer): unknown {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i];
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_DEPTH) throw new ApiError('invalid_request', `JSON nesting deeper than ${MAX_DEPTH} levels.`);
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  try {
+    return JSON.parse(buf.toString('utf8'));
+  } catch (e) {
+    throw new ApiError('invalid_request', `The body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+export async function readJson(ctx: Ctx, limit: number): Promise<unknown> {
+  const buf = await readRaw(ctx, limit);
+  if (buf.length === 0) return {};
+  return parseJson(buf);
+}
+
+export interface MultipartLimits {
+  maxBytes: number;
+  maxFiles: number;
+  maxFields: number;
+  maxFieldBytes: number;
+}
+
+/**
+ * Streams a multipart body to files in `dir`. Every file written is registered for removal
+ * when the request ends; callers keep a file by moving it elsewhere first.
+ */
+export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): Promise<MultipartBody> {
+  const declared = declaredLength(ctx);
+  if (declared !== undefined && declared > limits.maxBytes) return Promise.reject(tooLarge(limits.maxBytes));
+  mkdirSync(dir, { recursive: true });
+
+  return new Promise((resolve, reject) => {
+    const files: UploadedFile[] = [];
+    const fields: Record<string, string> = {};
+    let settled = false;
+    let total = 0;
+    let pendingWrites = 0;
+    let ended = false;
+    const tempPaths: string[] = [];
+    const writers: Array<{ destroy(): void }> = [];
+    ctx.cleanups.push(() => Promise.all(tempPaths.map((p) => rm(p, { force: true }))));
+
+    const fail = (err: unknown): void => {
+      if (settled) return;
+      settled = true;
+      bb?.destroy();
+      for (const w of writers) w.destroy();
+      reject(err);
+    };
+    const maybeDone = (): void => {
+      if (!settled && ended && pendingWrites === 0) { settled = true; resolve({ files, fields }); }
+    };
+    ctx.cleanups.push(() => fail(new ApiError('invalid_request', 'The client went away.')));
+
+    let bb: busboy.Busboy | undefined;
+    try {
+      bb = busboy({
+        headers: { 'content-type': ctx.headers['content-type'] ?? '' },
+        limits: { fileSize: limits.maxBytes, files: limits.maxFiles, fields: limits.maxFields, fieldSize: limits.maxFieldBytes, parts: limits.maxFiles + limits.maxFields },
+      });
+    } catch (e) {
+      reject(new ApiError('invalid_request', `Bad multipart body: ${(e as Error).message}`));
+      return;
+    }
+
+    const parser = bb;
+    parser.on('file', (field, stream, info) => {
+      const target = path.join(dir, `up_${randomBytes(12).toString('hex')}`);
+      tempPaths.push(target);
+      const file: UploadedFile = { field, name: safeName(info.filename), mime: info.mimeType, path: target, bytes: 0 };
+      files.push(file);
+      pendingWrites++;
+      const out = createWriteStream(target);
+      writers.push(out);
+      stream.on('data', (d: Buffer) => { file.bytes += d.length; });
+      stream.on('limit', () => fail(tooLarge(limits.maxBytes)));
+      out.on('error', (e) => fail(e));
+      out.on('finish', () => { pendingWrites--; maybeDone(); });
+      stream.pipe(out);
+    });
+    parser.on('field', (name, value, info) => {
+      if (info.valueTruncated) return fail(new ApiError('invalid_request', `Field "${name}" is over ${limits.maxFieldBytes} bytes.`));
+      fields[name] = value;
+    });
+    parser.on('filesLimit', () => fail(new ApiError('invalid_request', `At most ${limits.maxFiles} files per request.`)));
+    parser.on('fieldsLimit', () => fail(new ApiError('invalid_request', `At most ${limits.maxFields} fields per request.`)));
+    parser.on('partsLimit', () => fail(new ApiError('invalid_request', 'Too many parts in the multipart body.')));
+    parser.on('error', (e) => fail(new ApiError('invalid_request', `Bad multipart body: ${(e as Error).message}`)));
+    parser.on('close', () => { ended = true; maybeDone(); });
+
+    const body = bodyOf(ctx);
+    body.consume((chunk, isLast) => {
+      if (settled) return;
+      total += chunk.byteLength;
+      if (total > limits.maxBytes) return fail(tooLarge(limits.maxBytes));
+      const ok = parser.write(chunk);
+      if (isLast) { parser.end(); return; }
+      if (!ok) {
+        // The disk (through busboy's file streams) is behind: stop reading the socket.
+        body.pause();
+        parser.once('drain', () => { if (!settled) body.resume(); });
+      }
+    });
+  });
+}
+
+/** A file name safe to show and to use as a download name: no directories, no controls. */
+export function safeName(name: string | undefined): string {
+  const base = (name ?? '').split(/[\\/]/).pop() ?? '';
+  // eslint-disable-next-line no-control-regex
+  const clean = base.replace(/[\u0000-\u001f\u007f"]/g, '').trim().slice(0, 255);
+  return clean || 'document';
+}

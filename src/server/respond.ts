@@ -1,0 +1,147 @@
+// One request's state and every way to answer it. uWS rules kept here, once:
+// - `onAborted` is attached before anything else and only marks the request aborted;
+// - every reply goes through `reply`, which corks and checks the aborted/answered flags;
+// - `finish` runs the request's clean-ups (temp files) exactly once, whatever path ends it.
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { randomBytes } from 'node:crypto';
+import { ApiError, problemOf, type ErrorCode } from '../errors.js';
+import type { Principal } from './auth.js';
+import { BodyReader } from './body.js';
+
+export interface Ctx {
+  res: HttpResponse;
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: Record<string, string>;
+  params: Record<string, string>;
+  requestId: string;
+  startedAt: number;
+  aborted: boolean;
+  answered: boolean;
+  status: number;
+  principal?: Principal;
+  /** The route pattern that matched, for logs and metrics. */
+  route: string;
+  cleanups: Array<() => unknown>;
+  /** The request body, held paused until a handler reads it (POST, PUT, PATCH). */
+  body?: BodyReader;
+  /** Called once when the request ends: answered, aborted or failed. */
+  onDone?: (ctx: Ctx) => void;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function newRequestId(): string {
+  return `req_${randomBytes(12).toString('base64url')}`;
+}
+
+/** Reads everything needed from the stack-allocated HttpRequest before any await. */
+export function makeCtx(res: HttpResponse, req: HttpRequest): Ctx {
+  const headers: Record<string, string> = {};
+  req.forEach((k, v) => { headers[k] = v; });
+  const given = headers['x-request-id'];
+  const ctx: Ctx = {
+    res,
+    method: req.getCaseSensitiveMethod().toUpperCase(),
+    path: req.getUrl(),
+    query: new URLSearchParams(req.getQuery() ?? ''),
+    headers,
+    params: {},
+    requestId: given && REQUEST_ID.test(given) ? given : newRequestId(),
+    startedAt: performance.now(),
+    aborted: false,
+    answered: false,
+    status: 0,
+    route: '',
+    cleanups: [],
+  };
+  res.onAborted(() => {
+    ctx.aborted = true;
+    finish(ctx);
+  });
+  if (ctx.method === 'POST' || ctx.method === 'PUT' || ctx.method === 'PATCH') {
+    ctx.body = new BodyReader(res, () => ctx.aborted || ctx.answered);
+  }
+  return ctx;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content', 206: 'Partial Content',
+  304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required',
+  403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 410: 'Gone',
+  413: 'Payload Too Large', 415: 'Unsupported Media Type', 416: 'Range Not Satisfiable',
+  422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error',
+  501: 'Not Implemented', 503: 'Service Unavailable',
+};
+
+export function statusLine(status: number): string {
+  return `${status} ${STATUS_TEXT[status] ?? ''}`.trim();
+}
+
+/**
+ * Writes a whole response. `close` asks uWS to close the connection after it (used when the
+ * request body was not read, e.g. a 413, so the client's remaining bytes are not parsed).
+ */
+export function reply(
+  ctx: Ctx, status: number, body: string | Buffer, contentType: string,
+  headers: Record<string, string> = {}, close = false,
+): void {
+  if (ctx.aborted || ctx.answered) return;
+  ctx.answered = true;
+  ctx.status = status;
+  ctx.res.cork(() => {
+    ctx.res.writeStatus(statusLine(status));
+    ctx.res.writeHeader('content-type', contentType);
+    ctx.res.writeHeader('x-request-id', ctx.requestId);
+    for (const [k, v] of Object.entries(headers)) ctx.res.writeHeader(k, v);
+    ctx.res.end(body, close);
+  });
+  finish(ctx);
+}
+
+export function sendJson(ctx: Ctx, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  reply(ctx, status, JSON.stringify(body), 'application/json', headers);
+}
+
+export function sendProblem(ctx: Ctx, code: ErrorCode, detail: string, headers: Record<string, string> = {}, close = false): void {
+  const problem = problemOf(code, detail, ctx.path, ctx.requestId);
+  reply(ctx, problem.status, JSON.stringify(problem), 'application/problem+json', headers, close);
+}
+
+/** Answers with whatever was thrown: an ApiError as its Problem, anything else as a 500. */
+export function sendError(ctx: Ctx, err: unknown, log?: (err: unknown) => void): void {
+  if (err instanceof ApiError) {
+    sendProblem(ctx, err.code, err.message, err.headers, err.status === 413);
+    return;
+  }
+  if (isUnavailable(err)) {
+    sendProblem(ctx, 'service_unavailable', 'A dependency (database or cache) is unavailable; retry shortly.', { 'retry-after': '1' });
+    return;
+  }
+  log?.(err);
+  sendProblem(ctx, 'internal_error', 'The server failed to handle this request.');
+}
+
+/** Connection-level failures of Postgres/Redis, which the client should retry. */
+function isUnavailable(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'CONNECTION_CLOSED'
+    || code === 'CONNECTION_ENDED' || code === 'CONNECTION_DESTROYED' || code === 'CONNECT_TIMEOUT'
+    || code === '57P01' || code === '57P03';
+}
+
+export function finish(ctx: Ctx): void {
+  const cleanups = ctx.cleanups;
+  if (cleanups.length === 0 && !ctx.onDone) return;
+  ctx.cleanups = [];
+  for (const fn of cleanups) {
+    try {
+      const r = fn();
+      if (r instanceof Promise) r.catch(() => {});
+    } catch { /* clean-up never throws into a request */ }
+  }
+  const done = ctx.onDone;
+  ctx.onDone = undefined;
+  done?.(ctx);
+}

@@ -1,0 +1,93 @@
+// GET /v1/conversions, GET/DELETE /v1/conversions/{id}, and the content download of a file.
+import { createReadStream } from 'node:fs';
+import { ApiError } from '../../errors.js';
+import { requireScope, requireSubscription } from '../auth.js';
+import { principalOf, type Deps } from '../deps.js';
+import { sendJson, reply, type Ctx } from '../respond.js';
+import type { Router } from '../router.js';
+import { conversionJson, conversionsJson, decodeCursor, encodeCursor } from '../conversion-json.js';
+import { getConversionRow, getFileRow, listConversionRows } from '../../store/conversions.js';
+
+export const LIST_DEFAULT = 20;
+export const LIST_MAX = 100;
+
+function intParam(ctx: Ctx, name: string, min: number, max: number, fallback: number): number {
+  const raw = ctx.query.get(name);
+  if (raw === null || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ApiError('invalid_request', `"${name}" must be an integer from ${min} to ${max}.`);
+  }
+  return n;
+}
+
+export function registerConversions(router: Router, deps: Deps): void {
+  const sql = deps.db.sql;
+
+  router.add('GET', '/v1/conversions', async (ctx) => {
+    const p = await principalOf(deps, ctx);
+    requireScope(p, 'read');
+    requireSubscription(p);
+    const limit = intParam(ctx, 'limit', 1, LIST_MAX, LIST_DEFAULT);
+    const cursor = ctx.query.get('cursor');
+    let after: { createdAt: Date; id: string } | undefined;
+    if (cursor) {
+      const c = decodeCursor(cursor);
+      if (!c || typeof c.t !== 'string' || typeof c.i !== 'string' || Number.isNaN(Date.parse(c.t))) {
+        throw new ApiError('invalid_request', '"cursor" is not a cursor this API returned.');
+      }
+      after = { createdAt: new Date(c.t), id: c.i };
+    }
+    const rows = await listConversionRows(sql, p.accountId, limit + 1, after);
+    const more = rows.length > limit;
+    const page = more ? rows.slice(0, limit) : rows;
+    const last = page[page.length - 1];
+    sendJson(ctx, 200, {
+      object: 'list',
+      data: await conversionsJson(sql, page),
+      next_cursor: more && last ? encodeCursor({ t: last.created_at.toISOString(), i: last.id }) : null,
+    });
+  });
+
+  router.add('GET', '/v1/conversions/:id', async (ctx) => {
+    const p = await principalOf(deps, ctx);
+    requireScope(p, 'read');
+    requireSubscription(p);
+    const row = await getConversionRow(sql, p.accountId, ctx.params.id!);
+    if (!row) throw new ApiError('not_found', `No conversion ${ctx.params.id}.`);
+    let filesAfter = -1;
+    const fc = ctx.query.get('files_cursor');
+    if (fc) {
+      const c = decodeCursor(fc);
+      if (!c || typeof c.p !== 'number') throw new ApiError('invalid_request', '"files_cursor" is not a cursor this API returned.');
+      filesAfter = c.p;
+    }
+    sendJson(ctx, 200, await conversionJson(sql, row, { withContent: true, filesAfter }));
+  });
+
+  router.add('DELETE', '/v1/conversions/:id', async (ctx) => {
+    const p = await principalOf(deps, ctx);
+    requireScope(p, 'convert');
+    requireSubscription(p);
+    const gone = await deps.conversions.remove(p.accountId, ctx.params.id!);
+    if (!gone) throw new ApiError('not_found', `No conversion ${ctx.params.id}.`);
+    sendJson(ctx, 200, { id: ctx.params.id, object: 'conversion', deleted: true });
+  });
+
+  router.add('GET', '/v1/conversions/:id/files/:fileId/content', async (ctx) => {
+    const p = await principalOf(deps, ctx);
+    requireScope(p, 'read');
+    requireSubscription(p);
+    const f = await getFileRow(sql, p.accountId, ctx.params.id!, ctx.params.fileId!);
+    if (!f) throw new ApiError('not_found', `No file ${ctx.params.fileId} in conversion ${ctx.params.id}.`);
+    const disposition = `inline; filename="${f.name.replace(/[^\x20-\x7e]|"/g, '_')}"`;
+    if (f.content !== null) {
+      reply(ctx, 200, f.content, f.mime, { 'content-disposition': disposition });
+      return;
+    }
+    if (!f.blob) throw new ApiError('not_found', `File ${f.id} has no content yet.`);
+    const chunks: Buffer[] = [];
+    for await (const c of createReadStream(deps.blobs.pathOf(f.blob))) chunks.push(c as Buffer);
+    reply(ctx, 200, Buffer.concat(chunks), f.mime, { 'content-disposition': disposition });
+  });
+}

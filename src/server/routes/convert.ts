@@ -1,0 +1,66 @@
+// POST /v1/convert/{kind}: receive the body (JSON or multipart to disk), accept the conversion,
+// and answer 200 when it finishes inside the wait window, else 202 with async_reason.
+import { ApiError } from '../../errors.js';
+import { ENDPOINTS, KINDS } from '../../converters/registry.js';
+import type { ConverterKind } from '../../converters/types.js';
+import { requireScope, requireSubscription } from '../auth.js';
+import { principalOf, type Deps } from '../deps.js';
+import { readJson, readMultipart } from '../body.js';
+import { sendJson, type Ctx } from '../respond.js';
+import type { Router } from '../router.js';
+import { fromJson, fromMultipart, MAX_SOURCES, type ConvertRequest } from '../convert-request.js';
+import { conversionJson } from '../conversion-json.js';
+import { getConversionRow } from '../../store/conversions.js';
+import type { AsyncReason } from '../../jobs/service.js';
+
+export const MAX_WAIT_S = 60;
+
+/** Reads the body of a convert or estimate request into a ConvertRequest. */
+export async function readConvertRequest(deps: Deps, ctx: Ctx, kind: ConverterKind): Promise<ConvertRequest> {
+  const type = (ctx.headers['content-type'] ?? '').toLowerCase();
+  if (type.startsWith('multipart/form-data')) {
+    const mp = await readMultipart(ctx, deps.blobs.tmpDir, {
+      maxBytes: deps.config.maxBodyBytes, maxFiles: MAX_SOURCES, maxFields: 50, maxFieldBytes: 64 * 1024,
+    });
+    return fromMultipart(kind, mp);
+  }
+  if (type.startsWith('application/json') || type === '') {
+    const body = await readJson(ctx, deps.config.maxJsonBytes);
+    return fromJson(ctx, kind, body, deps.blobs.tmpDir);
+  }
+  throw new ApiError('invalid_request', `Content-Type must be application/json or multipart/form-data, not "${type}".`);
+}
+
+/** The wait window from `wait` and `Prefer` (RFC 7240: respond-async, wait=N). */
+export function waitWindow(ctx: Ctx, fallback: number): { seconds: number; reason?: AsyncReason } {
+  const prefer = (ctx.headers.prefer ?? '').toLowerCase().split(',').map((s) => s.trim());
+  if (prefer.includes('respond-async')) return { seconds: 0, reason: 'respond_async' };
+  let seconds = fallback;
+  const w = prefer.map((p) => /^wait\s*=\s*(\d+)$/.exec(p)).find(Boolean);
+  if (w) seconds = Math.min(MAX_WAIT_S, Number(w[1]));
+  const q = ctx.query.get('wait');
+  if (q !== null && q !== '') {
+    const n = Number(q);
+    if (!Number.isInteger(n) || n < 0 || n > MAX_WAIT_S) throw new ApiError('invalid_request', `"wait" must be an integer from 0 to ${MAX_WAIT_S} (seconds).`);
+    seconds = n;
+  }
+  return { seconds, reason: seconds === 0 ? 'respond_async' : undefined };
+}
+
+export function registerConvert(router: Router, deps: Deps): void {
+  for (const kind of KINDS) {
+    router.add('POST', `/v1/convert/${ENDPOINTS[kind]}`, async (ctx) => {
+      const p = await principalOf(deps, ctx);
+      requireScope(p, 'convert');
+      requireSubscription(p);
+      const window = waitWindow(ctx, deps.config.syncWaitDefaultS);
+      const req = await readConvertRequest(deps, ctx, kind);
+      const accepted = await deps.conversions.accept(p, req);
+      const reason = await deps.conversions.waitFor(accepted, window.seconds, window.reason);
+      const row = await getConversionRow(deps.db.sql, p.accountId, accepted.conversionId);
+      if (!row) throw new ApiError('not_found', 'The conversion was deleted while it ran.');
+      sendJson(ctx, reason ? 202 : 200, await conversionJson(deps.db.sql, row, { withContent: true }),
+        { location: `/v1/conversions/${row.id}` });
+    });
+  }
+}

@@ -1,0 +1,218 @@
+// Conversions and their files: rows in Postgres, rendered here into the API's Conversion shape.
+// Status roll-up lives in SQL so that it is computed from the files in the same statement that
+// changes them: `summary`, `status` and `completed_at` can never disagree with the files.
+import type { Sql } from './db.js';
+import type { Problem } from '../errors.js';
+
+export type ConversionStatus = 'queued' | 'running' | 'completed' | 'completed_with_errors' | 'failed';
+export type FileStatus = 'queued' | 'running' | 'completed' | 'failed';
+
+export interface NewConversion {
+  id: string;
+  accountId: string;
+  name: string;
+  operation: 'parse' | 'render';
+  options: Record<string, unknown>;
+  metadata: unknown;
+  store: boolean;
+  createdAt: Date;
+  expiresAt: Date | null;
+  creditsReserved: number;
+}
+
+export interface NewFile {
+  id: string;
+  position: number;
+  role: 'source' | 'output';
+  sourceId?: string;
+  name: string;
+  mime: string;
+  status?: FileStatus;
+  format?: string;
+  variant?: string;
+  bytes: number | null;
+  pages?: number | null;
+  credits?: number | null;
+  content?: string | null;
+  blob?: string | null;
+  error?: Problem | null;
+}
+
+export async function insertConversion(sql: Sql, c: NewConversion, files: NewFile[]): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`insert into conversions (id, account_id, name, operation, status, options, metadata, store,
+               credits_reserved, created_at, expires_at)
+             values (${c.id}, ${c.accountId}, ${c.name}, ${c.operation}, 'queued', ${tx.json(c.options as never)},
+               ${c.metadata === undefined ? null : tx.json(c.metadata as never)}, ${c.store}, ${c.creditsReserved},
+               ${c.createdAt}, ${c.expiresAt})`;
+    await insertFiles(tx as unknown as Sql, c, files);
+  });
+}
+
+async function insertFiles(sql: Sql, c: { id: string; accountId: string; expiresAt: Date | null }, files: NewFile[]): Promise<void> {
+  if (files.length === 0) return;
+  const rows = files.map((f) => ({
+    id: f.id, conversion_id: c.id, account_id: c.accountId, position: f.position, role: f.role,
+    source_id: f.sourceId ?? null, name: f.name, mime: f.mime, status: f.status ?? null,
+    format: f.format ?? null, variant: f.variant ?? null, bytes: f.bytes, pages: f.pages ?? null,
+    credits: f.credits ?? null, content: f.content ?? null, blob: f.blob ?? null,
+    error: f.error ? JSON.stringify(f.error) : null, expires_at: c.expiresAt,
+  }));
+  await sql`insert into files ${sql(rows)}`;
+}
+
+export async function markSourceRunning(sql: Sql, conversionId: string, sourceId: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`update files set status = 'running' where id = ${sourceId} and status = 'queued'`;
+    await tx`update conversions set status = 'running' where id = ${conversionId} and status = 'queued'`;
+  });
+}
+
+/**
+ * Records the outcome of one source (its outputs, or its error) and rolls the conversion up.
+ * Returns the conversion's status after the change.
+ */
+export async function finishSource(
+  sql: Sql,
+  conv: { id: string; accountId: string; expiresAt: Date | null },
+  sourceId: string,
+  outcome: { outputs: NewFile[]; pages: number | null; credits: number } | { error: Problem },
+): Promise<ConversionStatus> {
+  return sql.begin(async (tx) => {
+    const t = tx as unknown as Sql;
+    if ('error' in outcome) {
+      await t`update files set status = 'failed', error = ${t.json(outcome.error as never)}, credits = 0
+              where id = ${sourceId}`;
+    } else {
+      await insertFiles(t, conv, outcome.outputs);
+      await t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
+              where id = ${sourceId}`;
+    }
+    return rollUp(t, conv.id);
+  });
+}
+
+/** Derives the conversion's status from its sources; sets completed_at when all are done. */
+export async function rollUp(sql: Sql, conversionId: string): Promise<ConversionStatus> {
+  const [row] = await sql`
+    with s as (
+      select count(*) filter (where status = 'completed') as done,
+             count(*) filter (where status = 'failed') as failed,
+             count(*) filter (where status in ('queued', 'running')) as pending,
+             count(*) filter (where status = 'running') as running,
+             coalesce(sum(credits) filter (where status = 'completed'), 0) as charged
+      from files where conversion_id = ${conversionId} and role = 'source')
+    update conversions c set
+      status = case
+        when s.pending > 0 then (case when s.running > 0 or s.done + s.failed > 0 then 'running' else c.status end)
+        when s.failed = 0 then 'completed'
+        when s.done = 0 then 'failed'
+        else 'completed_with_errors' end,
+      completed_at = case when s.pending = 0 then coalesce(c.completed_at, now()) else null end,
+      credits_charged = s.charged
+    from s where c.id = ${conversionId}
+    returning c.status`;
+  return row!.status as ConversionStatus;
+}
+
+export interface ConversionRow {
+  id: string;
+  account_id: string;
+  name: string;
+  operation: string;
+  status: ConversionStatus;
+  async_reason: string | null;
+  options: Record<string, unknown>;
+  metadata: unknown;
+  store: boolean;
+  credits_reserved: number;
+  credits_charged: number;
+  created_at: Date;
+  completed_at: Date | null;
+  expires_at: Date | null;
+}
+
+export async function getConversionRow(sql: Sql, accountId: string, id: string): Promise<ConversionRow | undefined> {
+  const [row] = await sql`select * from conversions where id = ${id} and account_id = ${accountId}`;
+  return row as ConversionRow | undefined;
+}
+
+export async function setAsyncReason(sql: Sql, id: string, reason: string): Promise<void> {
+  await sql`update conversions set async_reason = ${reason} where id = ${id}`;
+}
+
+export interface FileRow {
+  id: string;
+  conversion_id: string;
+  position: number;
+  role: 'source' | 'output';
+  source_id: string | null;
+  name: string;
+  mime: string;
+  status: FileStatus | null;
+  format: string | null;
+  variant: string | null;
+  bytes: string | number | null;
+  pages: number | null;
+  credits: number | null;
+  content: string | null;
+  blob: string | null;
+  error: Problem | null;
+}
+
+export const FILES_PAGE = 100;
+
+/** Files of a conversion in order, FILES_PAGE at a time after the `after` position. */
+export async function filesPage(sql: Sql, conversionId: string, after: number, withContent: boolean): Promise<FileRow[]> {
+  const rows = withContent
+    ? await sql`select * from files where conversion_id = ${conversionId} and position > ${after}
+                order by position limit ${FILES_PAGE + 1}`
+    : await sql`select id, conversion_id, position, role, source_id, name, mime, status, format, variant,
+                  bytes, pages, credits, null as content, blob, error
+                from files where conversion_id = ${conversionId} and position > ${after}
+                order by position limit ${FILES_PAGE + 1}`;
+  return rows as unknown as FileRow[];
+}
+
+export async function getFileRow(sql: Sql, accountId: string, conversionId: string, fileId: string): Promise<FileRow | undefined> {
+  const [row] = await sql`select * from files where id = ${fileId} and conversion_id = ${conversionId}
+                          and account_id = ${accountId}`;
+  return row as FileRow | undefined;
+}
+
+export async function sourceCounts(sql: Sql, conversionIds: string[]): Promise<Map<string, Record<FileStatus, number>>> {
+  const out = new Map<string, Record<FileStatus, number>>();
+  if (conversionIds.length === 0) return out;
+  const rows = await sql`select conversion_id, status, count(*)::int as n from files
+                         where conversion_id in ${sql(conversionIds)} and role = 'source'
+                         group by conversion_id, status`;
+  for (const r of rows) {
+    const m = out.get(r.conversion_id as string) ?? { queued: 0, running: 0, completed: 0, failed: 0 };
+    m[r.status as FileStatus] = r.n as number;
+    out.set(r.conversion_id as string, m);
+  }
+  return out;
+}
+
+/** Newest first (created_at desc, id desc), `limit` rows after the cursor's position. */
+export async function listConversionRows(
+  sql: Sql, accountId: string, limit: number, after?: { createdAt: Date; id: string },
+): Promise<ConversionRow[]> {
+  const rows = after
+    ? await sql`select * from conversions where account_id = ${accountId}
+                and (created_at, id) < (${after.createdAt}, ${after.id})
+                order by created_at desc, id desc limit ${limit}`
+    : await sql`select * from conversions where account_id = ${accountId}
+                order by created_at desc, id desc limit ${limit}`;
+  return rows as unknown as ConversionRow[];
+}
+
+/** Deletes a conversion and its files' rows; returns the blobs to remove, or undefined. */
+export async function deleteConversionRows(sql: Sql, accountId: string, id: string): Promise<string[] | undefined> {
+  return sql.begin(async (tx) => {
+    const blobs = await tx`select blob from files where conversion_id = ${id} and account_id = ${accountId} and blob is not null`;
+    const gone = await tx`delete from conversions where id = ${id} and account_id = ${accountId} returning id`;
+    if (gone.length === 0) return undefined;
+    return blobs.map((b) => b.blob as string);
+  });
+}

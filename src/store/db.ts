@@ -1,0 +1,91 @@
+// The database: a real PostgreSQL server when DATABASE_URL is set, otherwise PGlite (Postgres in
+// WASM, data under DATA_DIR/pg) served over a loopback socket so that both speak through the
+// same `postgres` client and the same SQL. Migrations run at open, one transaction each.
+import { readdirSync, readFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+
+export type Sql = postgres.Sql<Record<string, never>>;
+
+export interface Db {
+  sql: Sql;
+  embedded: boolean;
+  close(): Promise<void>;
+}
+
+export interface OpenDbOptions {
+  databaseUrl?: string;
+  dataDir: string;
+  /** Use (and create) this schema instead of public: tests isolate themselves this way. */
+  schema?: string;
+  /** Connections in the pool (server mode). */
+  max?: number;
+}
+
+const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+
+export async function openDb(opts: OpenDbOptions): Promise<Db> {
+  if (opts.databaseUrl) {
+    const sql = connect(opts.databaseUrl, opts.schema, opts.max ?? 10);
+    if (opts.schema) await sql.unsafe(`create schema if not exists "${safeIdent(opts.schema)}"`);
+    await migrate(sql);
+    return { sql, embedded: false, close: () => sql.end({ timeout: 5 }) };
+  }
+  return openEmbedded(opts);
+}
+
+async function openEmbedded(opts: OpenDbOptions): Promise<Db> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
+  const dir = path.resolve(opts.dataDir, 'pg');
+  mkdirSync(dir, { recursive: true });
+  const pg = await PGlite.create(dir);
+  // PGlite has one session: one socket connection, one client connection.
+  const server = new PGLiteSocketServer({ db: pg, host: '127.0.0.1', port: 0, maxConnections: 1 });
+  await server.start();
+  const sql = connect(`postgres://postgres@${server.getServerConn()}/postgres`, opts.schema, 1);
+  if (opts.schema) await sql.unsafe(`create schema if not exists "${safeIdent(opts.schema)}"`);
+  await migrate(sql);
+  return {
+    sql,
+    embedded: true,
+    async close() {
+      await sql.end({ timeout: 5 });
+      await server.stop();
+      await pg.close();
+    },
+  };
+}
+
+function connect(url: string, schema: string | undefined, max: number): Sql {
+  return postgres(url, {
+    max,
+    onnotice: () => {},
+    connection: schema ? { search_path: safeIdent(schema) } : {},
+    transform: { undefined: null },
+  }) as unknown as Sql;
+}
+
+function safeIdent(name: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`bad schema name ${name}`);
+  return name;
+}
+
+/** Applies every migrations/NNNN_*.sql not yet applied, in order, one transaction each. */
+export async function migrate(sql: Sql): Promise<void> {
+  await sql`create table if not exists schema_migrations (
+    version text primary key, applied_at timestamptz not null default now())`;
+  const files = readdirSync(MIGRATIONS_DIR).filter((f) => /^\d{4}_.*\.sql$/.test(f)).sort();
+  // Several processes may start at once on one database: each migration takes a lock and
+  // re-checks, so exactly one applies it.
+  for (const file of files) {
+    await sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(7411230)`;
+      const [seen] = await tx`select 1 from schema_migrations where version = ${file}`;
+      if (seen) return;
+      await tx.unsafe(readFileSync(path.join(MIGRATIONS_DIR, file), 'utf8'));
+      await tx`insert into schema_migrations (version) values (${file})`;
+    });
+  }
+}
