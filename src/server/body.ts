@@ -14,21 +14,32 @@ import type { Ctx } from './respond.js';
 /**
  * uWS delivers a body only to an onData handler attached before the route handler returns,
  * but our handlers authenticate first. So every request that may carry a body gets one of
- * these at once: it pauses the socket and holds what already arrived until a reader consumes it.
+ * these at once: it holds what arrives (pausing the socket past HOLD_BYTES) until a reader
+ * consumes it. (Pausing every request up front breaks keep-alive connections in this uWS build.)
  */
+const HOLD_BYTES = 1024 * 1024;
+
 export class BodyReader {
   private queue: Array<[Buffer, boolean]> = [];
+  private queued = 0;
   private sink?: (chunk: Buffer, isLast: boolean) => void;
-  private paused = true;
+  private paused = false;
+  /** True once the last chunk has arrived. */
+  complete = false;
 
   constructor(private res: HttpResponse, private isAborted: () => boolean) {
     res.onData((chunk, isLast) => {
       // uWS reuses the chunk's memory after this callback returns: copy it.
       const copy = Buffer.copyBytesFrom(new Uint8Array(chunk));
-      if (this.sink) this.sink(copy, isLast);
-      else this.queue.push([copy, isLast]);
+      if (isLast) this.complete = true;
+      if (this.sink) {
+        this.sink(copy, isLast);
+        return;
+      }
+      this.queue.push([copy, isLast]);
+      this.queued += copy.length;
+      if (this.queued > HOLD_BYTES) this.pause();
     });
-    res.pause();
   }
 
   consume(sink: (chunk: Buffer, isLast: boolean) => void): void {
@@ -36,8 +47,19 @@ export class BodyReader {
     this.sink = sink;
     const queued = this.queue;
     this.queue = [];
+    this.queued = 0;
     for (const [c, last] of queued) sink(c, last);
     this.resume();
+  }
+
+  /**
+   * Reads the rest of the body into nothing, then calls `then`: uWS closes a connection whose
+   * response ended before its request body arrived, so a reply must wait for the drain.
+   */
+  discard(then: () => void): void {
+    if (this.complete && !this.sink) { this.sink = () => {}; this.queue = []; then(); return; }
+    if (this.sink) { then(); return; }
+    this.consume((_c, isLast) => { if (isLast) then(); });
   }
 
   pause(): void {

@@ -30,6 +30,9 @@ export interface Ctx {
   onDone?: (ctx: Ctx) => void;
 }
 
+/** Unread request bodies up to this size are drained to keep the connection alive. */
+const DRAIN_LIMIT = 1024 * 1024;
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function newRequestId(): string {
@@ -90,14 +93,26 @@ export function reply(
   if (ctx.aborted || ctx.answered) return;
   ctx.answered = true;
   ctx.status = status;
-  ctx.res.cork(() => {
-    ctx.res.writeStatus(statusLine(status));
-    ctx.res.writeHeader('content-type', contentType);
-    ctx.res.writeHeader('x-request-id', ctx.requestId);
-    for (const [k, v] of Object.entries(headers)) ctx.res.writeHeader(k, v);
-    ctx.res.end(body, close);
-  });
-  finish(ctx);
+  const write = (): void => {
+    if (ctx.aborted) return;
+    ctx.res.cork(() => {
+      ctx.res.writeStatus(statusLine(status));
+      ctx.res.writeHeader('content-type', contentType);
+      ctx.res.writeHeader('x-request-id', ctx.requestId);
+      for (const [k, v] of Object.entries(headers)) ctx.res.writeHeader(k, v);
+      if (close) ctx.res.writeHeader('connection', 'close');
+      ctx.res.end(body, close);
+    });
+    finish(ctx);
+  };
+  // A body we did not read must be drained before the connection's next request; a large one
+  // is not worth receiving: close the connection instead.
+  if (ctx.body && !ctx.body.complete && !close) {
+    const declared = Number(ctx.headers['content-length'] ?? 'NaN');
+    if (declared <= DRAIN_LIMIT) { ctx.body.discard(write); return; }
+    close = true;
+  }
+  write();
 }
 
 export function sendJson(ctx: Ctx, status: number, body: unknown, headers: Record<string, string> = {}): void {
