@@ -1,0 +1,34 @@
+--[[
+  rate: per-account request rate limit, a fixed window opened by the first allowed request and
+  lasting ARGV[2] ms. Only allowed requests are counted.
+
+  KEYS[1]  rate  string, requests allowed in the current window, expiring with the window
+
+  ARGV[1]  requests allowed per window, integer (0 refuses everything)
+  ARGV[2]  window length in milliseconds
+
+  Returns
+   {1, remaining}     allowed; requests left in this window
+  {-3, retryAfter}    refused, rate limited; whole seconds until the window ends (>= 1)
+]]
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+
+if count >= limit then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl == -1 then
+    -- A counter without expiry would refuse forever: give it a window.
+    redis.call('PEXPIRE', KEYS[1], window)
+  end
+  if ttl < 0 then
+    ttl = window
+  end
+  return {-3, math.max(1, math.ceil(ttl / 1000))}
+end
+
+count = redis.call('INCR', KEYS[1])
+if count == 1 or redis.call('PTTL', KEYS[1]) == -1 then
+  redis.call('PEXPIRE', KEYS[1], window)
+end
+return {1, limit - count}

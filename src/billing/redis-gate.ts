@@ -1,0 +1,178 @@
+// The billing gate on Redis, shared by every process (see gate.ts for the contract). Each money
+// step is one Lua script from ./lua, run through ioredis `defineCommand` (EVALSHA, falling back to
+// EVAL on NOSCRIPT), so concurrent calls are one command each and batch well under ioredis
+// auto-pipelining. All keys of one account carry the hash tag `{acct:<id>}`: cluster-safe.
+//
+// Key layout under the constructor's prefix P, for account A:
+//   P{acct:A}:balance        available credits (absent = not loaded)
+//   P{acct:A}:reservations   hash conversionId -> credits held (its size = running)
+//   P{acct:A}:epoch          stamped when money moves while not loaded (TTL EPOCH_TTL_S)
+//   P{acct:A}:idem:<key>     idempotency claim {conversion, fingerprint} (TTL from the caller)
+//   P{acct:A}:rate           requests in the current rate window (TTL RATE_WINDOW_MS)
+
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Redis, type Cluster } from 'ioredis';
+import {
+  CONCURRENCY_RETRY_AFTER_S, EPOCH_TTL_S, RATE_WINDOW_MS, Refusal,
+  checkAdjust, checkId, checkLoad, checkReserve, checkSettle,
+  type AdjustResult, type Gate, type LedgerSnapshot, type LoadResult, type RateResult,
+  type ReserveRequest, type ReserveResult, type SettleResult,
+} from './gate.js';
+
+type Reply = Array<number | string>;
+type ScriptFn = (...args: Array<string | number>) => Promise<Reply>;
+
+interface Script { command: string; numberOfKeys: number; lua: string }
+
+// Next to this file when run from source; dist/ builds may not copy .lua files, so fall back to
+// the source tree (dist/src/billing -> src/billing).
+const LUA_DIRS = [new URL('./lua/', import.meta.url), new URL('../../../src/billing/lua/', import.meta.url)];
+
+let scripts: Map<string, Script> | undefined;
+
+/** Reads every `<name>-<nKeys>.lua` once; the number of keys comes from the file name. */
+function loadScripts(): Map<string, Script> {
+  if (scripts) return scripts;
+  const dir = LUA_DIRS.map((u) => fileURLToPath(u)).find((d) => existsSync(d));
+  if (!dir) throw new Error('billing: the lua/ scripts directory was not found next to redis-gate');
+  const found = new Map<string, Script>();
+  for (const file of readdirSync(dir)) {
+    const m = /^([a-z]+)-(\d+)\.lua$/.exec(file);
+    if (!m) continue;
+    found.set(m[1]!, {
+      command: `docpipeBilling_${m[1]}`,
+      numberOfKeys: Number(m[2]),
+      lua: readFileSync(dir + file, 'utf8'),
+    });
+  }
+  scripts = found;
+  return found;
+}
+
+export interface RedisGateOptions {
+  /** A connected client (the caller closes it) or a URL (the gate owns and closes its client). */
+  redis: Redis | Cluster | string;
+  /** Prepended to every key, e.g. `docpipe:` or `test:gate:<random>:`. No braces. */
+  prefix: string;
+}
+
+export class RedisGate implements Gate {
+  readonly redis: Redis | Cluster;
+  readonly prefix: string;
+  private readonly ownsClient: boolean;
+  private readonly fns = new Map<string, ScriptFn>();
+
+  constructor(opts: RedisGateOptions) {
+    if (/[{}]/.test(opts.prefix)) throw new TypeError('the key prefix must not contain braces');
+    this.prefix = opts.prefix;
+    this.ownsClient = typeof opts.redis === 'string';
+    this.redis = typeof opts.redis === 'string'
+      ? new Redis(opts.redis, { enableAutoPipelining: true })
+      : opts.redis;
+    for (const [name, s] of loadScripts()) {
+      this.redis.defineCommand(s.command, { numberOfKeys: s.numberOfKeys, lua: s.lua });
+      const fn = (this.redis as unknown as Record<string, ScriptFn>)[s.command]!;
+      this.fns.set(name, fn.bind(this.redis));
+    }
+  }
+
+  /** The keys of one account; exposed so tests and admin tools can inspect or sabotage them. */
+  keys(accountId: string) {
+    checkId('accountId', accountId);
+    const base = `${this.prefix}{acct:${accountId}}:`;
+    return {
+      balance: `${base}balance`,
+      reservations: `${base}reservations`,
+      epoch: `${base}epoch`,
+      rate: `${base}rate`,
+      idempotency: (key: string) => `${base}idem:${key}`,
+    };
+  }
+
+  private run(name: string, ...args: Array<string | number>): Promise<Reply> {
+    const fn = this.fns.get(name);
+    if (!fn) throw new Error(`billing: script ${name} is missing from lua/`);
+    return fn(...args);
+  }
+
+  async reserve(req: ReserveRequest): Promise<ReserveResult> {
+    checkReserve(req);
+    const k = this.keys(req.accountId);
+    const idem = req.idempotency;
+    const r = await this.run('reserve', k.balance, k.reservations, k.epoch,
+      k.idempotency(idem?.key ?? ''), req.conversionId, req.credits, req.concurrencyLimit,
+      idem?.fingerprint ?? '', idem?.ttlSeconds ?? 1);
+    switch (r[0]) {
+      case 0: return { kind: 'not_loaded', epoch: String(r[1]) };
+      case 1: return { kind: 'reserved', balance: Number(r[1]) };
+      case 2: return { kind: 'replay', conversionId: String(r[1]) };
+      case Refusal.InsufficientCredits:
+        return { kind: 'refused', refusal: Refusal.InsufficientCredits, balance: Number(r[1]), credits: req.credits };
+      case Refusal.ConcurrencyLimited:
+        return { kind: 'refused', refusal: Refusal.ConcurrencyLimited, running: Number(r[1]), retryAfter: CONCURRENCY_RETRY_AFTER_S };
+      case Refusal.IdempotencyKeyReused:
+        return { kind: 'refused', refusal: Refusal.IdempotencyKeyReused };
+    }
+    throw new Error(`billing: reserve answered ${JSON.stringify(r)}`);
+  }
+
+  async settle(accountId: string, conversionId: string, charged: number): Promise<SettleResult> {
+    checkSettle(accountId, conversionId, charged);
+    const k = this.keys(accountId);
+    const r = await this.run('settle', k.balance, k.reservations, k.epoch,
+      conversionId, charged, randomUUID(), EPOCH_TTL_S);
+    if (r[0] === 1) return { settled: true, reserved: Number(r[1]), charged: Number(r[2]) };
+    return { settled: false, reason: r[0] === 0 ? 'not_loaded' : 'not_held' };
+  }
+
+  release(accountId: string, conversionId: string): Promise<SettleResult> {
+    return this.settle(accountId, conversionId, 0);
+  }
+
+  async load(accountId: string, snapshot: LedgerSnapshot, epoch: string): Promise<LoadResult> {
+    checkLoad(accountId, snapshot);
+    const k = this.keys(accountId);
+    const pairs = snapshot.reservations.flatMap((r) => [r.conversionId, r.credits]);
+    const r = await this.run('load', k.balance, k.reservations, k.epoch, epoch, snapshot.balance, ...pairs);
+    if (r[0] === 1) return { kind: 'loaded' };
+    if (r[0] === 2) return { kind: 'already_loaded' };
+    return { kind: 'stale', epoch: String(r[1]) };
+  }
+
+  async adjust(accountId: string, delta: number): Promise<AdjustResult> {
+    checkAdjust(accountId, delta);
+    const k = this.keys(accountId);
+    const r = await this.run('adjust', k.balance, k.epoch, delta, randomUUID(), EPOCH_TTL_S);
+    return r[0] === 1 ? { applied: true, balance: Number(r[1]) } : { applied: false };
+  }
+
+  async balance(accountId: string): Promise<number | null> {
+    const v = await this.redis.get(this.keys(accountId).balance);
+    return v === null ? null : Number(v);
+  }
+
+  async running(accountId: string): Promise<number> {
+    return this.redis.hlen(this.keys(accountId).reservations);
+  }
+
+  async rateLimit(accountId: string, perMinute: number): Promise<RateResult> {
+    if (!Number.isSafeInteger(perMinute)) throw new TypeError('perMinute must be an integer');
+    const r = await this.run('rate', this.keys(accountId).rate, perMinute, RATE_WINDOW_MS);
+    if (r[0] === 1) return { allowed: true, remaining: Number(r[1]) };
+    return { allowed: false, kind: 'refused', refusal: Refusal.RateLimited, retryAfter: Number(r[1]) };
+  }
+
+  async forget(accountId: string): Promise<void> {
+    const k = this.keys(accountId);
+    await this.redis.del(k.balance, k.reservations);
+  }
+
+  async close(): Promise<void> {
+    if (!this.ownsClient) return;
+    const ended = new Promise((resolve) => this.redis.once('end', resolve));
+    await this.redis.quit();
+    await ended;
+  }
+}
