@@ -1,0 +1,216 @@
+// Opens zip-based documents (docx, xlsx, pptx) with limits, so a zip bomb is refused in bounded
+// time and memory (DESIGN.md §9). Every zip input goes through here before anything else reads
+// it: converters read parts with ZipArchive, and libraries that open the zip themselves
+// (mammoth) get the file only after checkZip() has inflated every entry under the limits.
+//
+// Two lines of defence: the central directory's declared sizes are checked on open (entry
+// count, total inflated bytes, compression ratio), and while inflating no entry may produce
+// more bytes than it declared, so lying headers are caught after at most one small chunk.
+import { open, type FileHandle } from 'node:fs/promises';
+import { Inflate } from 'fflate';
+import { ApiError } from '../../errors.js';
+
+export interface ZipLimits {
+  maxEntries: number;
+  maxTotalBytes: number;
+  /** Highest inflated:compressed ratio allowed for an entry larger than ratioMinBytes. */
+  maxRatio: number;
+  ratioMinBytes: number;
+}
+
+export const DEFAULT_ZIP_LIMITS: ZipLimits = {
+  maxEntries: 10_000,
+  maxTotalBytes: 512 * 1024 * 1024,
+  maxRatio: 200,
+  ratioMinBytes: 1024 * 1024,
+};
+
+export interface ZipEntry {
+  name: string;
+  method: number;
+  compressedSize: number;
+  size: number;
+  headerOffset: number;
+}
+
+const EOCD_SIG = 0x06054b50;
+const ZIP64_LOCATOR_SIG = 0x07064b50;
+const ZIP64_EOCD_SIG = 0x06064b50;
+const CDIR_SIG = 0x02014b50;
+const LOCAL_SIG = 0x04034b50;
+/** Compressed bytes pushed per inflate step: bounds the output of one step to ~8 MiB. */
+const READ_CHUNK = 8 * 1024;
+
+const bad = (detail: string): ApiError => new ApiError('invalid_document', `not a readable zip document: ${detail}`);
+
+/** Names are looked up case-insensitively and without a leading slash, as OOXML part names are. */
+const key = (name: string): string => name.replace(/^\/+/, '').toLowerCase();
+
+export class ZipArchive {
+  private readonly byName = new Map<string, ZipEntry>();
+
+  private constructor(private readonly fh: FileHandle, readonly entries: readonly ZipEntry[], readonly limits: ZipLimits) {
+    for (const e of entries) this.byName.set(key(e.name), e);
+  }
+
+  /** Reads the central directory and checks the declared sizes against the limits. */
+  static async open(path: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): Promise<ZipArchive> {
+    const fh = await open(path, 'r');
+    try {
+      const entries = await readDirectory(fh, limits);
+      return new ZipArchive(fh, entries, limits);
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(key(name));
+  }
+
+  entry(name: string): ZipEntry | undefined {
+    return this.byName.get(key(name));
+  }
+
+  /** Inflated chunks of one entry; throws invalid_document as soon as it outgrows its declared size. */
+  async *chunks(name: string): AsyncGenerator<Uint8Array> {
+    const e = this.entry(name);
+    if (!e) throw bad(`missing part ${name}`);
+    const local = Buffer.alloc(30);
+    await this.fh.read(local, 0, 30, e.headerOffset);
+    if (local.readUInt32LE(0) !== LOCAL_SIG) throw bad(`broken local header for ${e.name}`);
+    let pos = e.headerOffset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
+    const end = pos + e.compressedSize;
+    let produced = 0;
+    let pending: Uint8Array[] = [];
+    const inflater = e.method === 8 ? new Inflate((chunk) => { produced += chunk.length; pending.push(chunk); }) : null;
+    const buf = Buffer.alloc(READ_CHUNK);
+    while (pos < end) {
+      const want = Math.min(READ_CHUNK, end - pos);
+      const { bytesRead } = await this.fh.read(buf, 0, want, pos);
+      if (bytesRead === 0) throw bad(`${e.name} is truncated`);
+      pos += bytesRead;
+      const piece = buf.subarray(0, bytesRead);
+      if (inflater) {
+        try {
+          inflater.push(piece.slice(), pos >= end);
+        } catch {
+          throw bad(`${e.name} does not inflate`);
+        }
+      } else {
+        produced += piece.length;
+        pending.push(piece.slice());
+      }
+      if (produced > e.size) throw bad(`${e.name} inflates to more than the ${e.size} bytes it declares`);
+      for (const c of pending) yield c;
+      pending = [];
+    }
+  }
+
+  async read(name: string): Promise<Buffer> {
+    const parts: Uint8Array[] = [];
+    for await (const c of this.chunks(name)) parts.push(c);
+    return Buffer.concat(parts);
+  }
+
+  async readText(name: string): Promise<string> {
+    return (await this.read(name)).toString('utf8').replace(/^\uFEFF/, '');
+  }
+
+  /** Inflates every entry and throws away the bytes: proves the whole zip keeps its word. */
+  async verifyAll(signal?: AbortSignal): Promise<void> {
+    for (const e of this.entries) {
+      signal?.throwIfAborted();
+      // eslint-disable-next-line @typescript-eslint/no-unused-vars
+      for await (const _ of this.chunks(e.name)) { /* discard */ }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.fh.close();
+  }
+}
+
+/** Opens a zip, runs `fn` on it and always closes it. */
+export async function withZip<T>(path: string, fn: (zip: ZipArchive) => Promise<T>, limits?: ZipLimits): Promise<T> {
+  const zip = await ZipArchive.open(path, limits);
+  try {
+    return await fn(zip);
+  } finally {
+    await zip.close();
+  }
+}
+
+/** For libraries that open the zip themselves: throws unless every entry is within the limits. */
+export async function checkZip(path: string, signal?: AbortSignal, limits?: ZipLimits): Promise<void> {
+  await withZip(path, (zip) => zip.verifyAll(signal), limits);
+}
+
+async function readDirectory(fh: FileHandle, limits: ZipLimits): Promise<ZipEntry[]> {
+  const { size: fileSize } = await fh.stat();
+  const tailLen = Math.min(fileSize, 22 + 0xffff);
+  const tail = Buffer.alloc(tailLen);
+  await fh.read(tail, 0, tailLen, fileSize - tailLen);
+  let at = -1;
+  for (let i = tailLen - 22; i >= 0; i--) {
+    if (tail.readUInt32LE(i) === EOCD_SIG) { at = i; break; }
+  }
+  if (at < 0) throw bad('no end of central directory');
+  let count = tail.readUInt16LE(at + 10);
+  let dirSize = tail.readUInt32LE(at + 12);
+  let dirOffset = tail.readUInt32LE(at + 16);
+  if (at >= 20 && tail.readUInt32LE(at - 20) === ZIP64_LOCATOR_SIG) {
+    const z64 = Buffer.alloc(56);
+    await fh.read(z64, 0, 56, Number(tail.readBigUInt64LE(at - 12)));
+    if (z64.readUInt32LE(0) !== ZIP64_EOCD_SIG) throw bad('broken zip64 directory');
+    count = Number(z64.readBigUInt64LE(32));
+    dirSize = Number(z64.readBigUInt64LE(40));
+    dirOffset = Number(z64.readBigUInt64LE(48));
+  }
+  if (count > limits.maxEntries) throw bad(`${count} entries, more than the ${limits.maxEntries} allowed`);
+  if (dirOffset + dirSize > fileSize || dirSize > count * (46 + 0xffff * 3)) throw bad('central directory out of bounds');
+  const dir = Buffer.alloc(dirSize);
+  await fh.read(dir, 0, dirSize, dirOffset);
+
+  const entries: ZipEntry[] = [];
+  let total = 0;
+  let p = 0;
+  for (let i = 0; i < count; i++) {
+    if (p + 46 > dir.length || dir.readUInt32LE(p) !== CDIR_SIG) throw bad('broken central directory');
+    const flags = dir.readUInt16LE(p + 8);
+    const method = dir.readUInt16LE(p + 10);
+    let compressedSize = dir.readUInt32LE(p + 20);
+    let size = dir.readUInt32LE(p + 24);
+    const nameLen = dir.readUInt16LE(p + 28);
+    const extraLen = dir.readUInt16LE(p + 30);
+    const commentLen = dir.readUInt16LE(p + 32);
+    let headerOffset = dir.readUInt32LE(p + 42);
+    const name = dir.toString('utf8', p + 46, p + 46 + nameLen);
+    // ZIP64 extra field: the 64-bit values appear only for the fields saturated at 0xffffffff.
+    for (let x = p + 46 + nameLen; x + 4 <= p + 46 + nameLen + extraLen;) {
+      const id = dir.readUInt16LE(x);
+      const len = dir.readUInt16LE(x + 2);
+      if (id === 0x0001) {
+        let y = x + 4;
+        if (size === 0xffffffff) { size = Number(dir.readBigUInt64LE(y)); y += 8; }
+        if (compressedSize === 0xffffffff) { compressedSize = Number(dir.readBigUInt64LE(y)); y += 8; }
+        if (headerOffset === 0xffffffff) { headerOffset = Number(dir.readBigUInt64LE(y)); }
+      }
+      x += 4 + len;
+    }
+    p += 46 + nameLen + extraLen + commentLen;
+
+    if (flags & 1) throw bad(`${name} is encrypted`);
+    if (method !== 0 && method !== 8) throw bad(`${name} uses unsupported compression method ${method}`);
+    if (method === 0 && size !== compressedSize) throw bad(`${name} is stored with inconsistent sizes`);
+    if (headerOffset + 30 + compressedSize > fileSize) throw bad(`${name} lies outside the file`);
+    total += size;
+    if (total > limits.maxTotalBytes) throw bad(`inflates to more than ${limits.maxTotalBytes} bytes`);
+    if (size > limits.ratioMinBytes && size > limits.maxRatio * Math.max(1, compressedSize)) {
+      throw bad(`${name} has a compression ratio over ${limits.maxRatio}:1`);
+    }
+    if (!name.endsWith('/')) entries.push({ name, method, compressedSize, size, headerOffset });
+  }
+  return entries;
+}
