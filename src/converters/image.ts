@@ -1,0 +1,200 @@
+// The image converter (DESIGN.md §9): PNG, JPEG, WebP, GIF, BMP and TIFF to Markdown by OCR.
+// sharp prepares each frame for tesseract (EXIF orientation, transparency onto white,
+// greyscale, small text upscaled, giant frames scaled down). Multi-frame TIFF and GIF give
+// one section per frame, marked `<!-- page N -->` like PDF pages.
+// `image_mode: ocr` (default) returns the recognised text as paragraphs; `understand` puts a
+// description block (format, size, EXIF, dominant colours, what the image looks like) before
+// it, written by the configured vision model when there is one (variant ai_enhanced).
+// Size guard: the header is read first (no pixels decoded) and frames over MAX_PIXELS or
+// MAX_SIDE are refused with invalid_document; sharp's own limitInputPixels backs that up.
+// sharp cannot read BMP, so BMP is decoded by mupdf once its header has passed the same guard.
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import * as mupdf from 'mupdf';
+import sharp, { type FormatEnum, type Metadata, type Sharp } from 'sharp';
+import { ApiError } from '../errors.js';
+import { describeImage, dominantColours, parseExif } from './image/describe.js';
+import { describeWithVision } from './pdf/vision.js';
+import { escapeInline, ocrMarkdown, recognize } from './shared/ocr.js';
+import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Count, Peek } from './types.js';
+
+const MAX_PIXELS = 100_000_000;
+const MAX_SIDE = 30_000;
+/** Frames shorter than this are upscaled before OCR; tesseract reads small type badly. */
+const MIN_OCR_HEIGHT = 1000;
+/** Longest side handed to OCR; larger frames are scaled down. */
+const MAX_OCR_SIDE = 5000;
+
+type Format = 'png' | 'jpeg' | 'gif' | 'webp' | 'bmp' | 'tiff';
+
+function sniff(b: Buffer): Format | null {
+  if (b.length >= 8 && b.readUInt32BE(0) === 0x89504e47 && b.readUInt32BE(4) === 0x0d0a1a0a) return 'png';
+  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'jpeg';
+  const head = b.subarray(0, 12).toString('latin1');
+  if (head.startsWith('GIF87a') || head.startsWith('GIF89a')) return 'gif';
+  if (head.startsWith('RIFF') && head.slice(8, 12) === 'WEBP') return 'webp';
+  if (head.startsWith('II*\0') || head.startsWith('MM\0*') || head.startsWith('II+\0') || head.startsWith('MM\0+')) return 'tiff';
+  if (head.startsWith('BM') && b.length >= 18 && [12, 40, 52, 56, 64, 108, 124].includes(b.readUInt32LE(14))) return 'bmp';
+  return null;
+}
+
+function readHead(file: string, n: number): Buffer {
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(n);
+    return buf.subarray(0, readSync(fd, buf, 0, n, 0));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function checkSize(width: number, height: number): void {
+  if (!(width > 0 && height > 0)) throw new ApiError('invalid_document', 'The image has no pixels.');
+  if (width > MAX_SIDE || height > MAX_SIDE || width * height > MAX_PIXELS) {
+    throw new ApiError('invalid_document', `The image is ${width} × ${height} px; at most ${MAX_SIDE} px a side and ${MAX_PIXELS / 1e6} megapixels are accepted.`);
+  }
+}
+
+function asInvalid(err: unknown, what: string): Error {
+  if (err instanceof ApiError) return err;
+  if (err instanceof Error && err.name === 'AbortError') return err;
+  return new ApiError('invalid_document', `${what}: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+interface Source { input: string | Buffer; frames: number; meta: Metadata }
+
+/** BMP, decoded by mupdf after its header's size passed the guard; PNG bytes come out. */
+function decodeBmp(file: string): Buffer {
+  checkSize(...bmpSize(readHead(file, 26)));
+  const image = new mupdf.Image(readFileSync(file));
+  try {
+    const pix = image.toPixmap();
+    try {
+      return Buffer.from(pix.asPNG());
+    } finally {
+      pix.destroy();
+    }
+  } finally {
+    image.destroy();
+  }
+}
+
+function bmpSize(head: Buffer): [number, number] {
+  const core = head.readUInt32LE(14) === 12;
+  const width = core ? head.readUInt16LE(18) : head.readInt32LE(18);
+  const height = Math.abs(core ? head.readUInt16LE(20) : head.readInt32LE(22));
+  return [width, height];
+}
+
+/** Frames of the image, from its header only. */
+async function countFrames(file: string): Promise<number> {
+  const head = readHead(file, 64);
+  const format = sniff(head);
+  if (format === 'bmp') { checkSize(...bmpSize(head)); return 1; }
+  return (await openSource(file)).frames;
+}
+
+async function openSource(file: string): Promise<Source> {
+  const format = sniff(readHead(file, 64));
+  if (!format) throw new ApiError('invalid_document', 'The file is not a PNG, JPEG, WebP, GIF, BMP or TIFF image.');
+  try {
+    // mupdf gives BMP pixels an alpha channel; BMP has no transparency worth keeping
+    const input = format === 'bmp' ? await sharp(decodeBmp(file)).flatten({ background: '#ffffff' }).png().toBuffer() : file;
+    // metadata() reads the header only, so the guard below runs before any pixel is decoded
+    const meta = await sharp(input, { limitInputPixels: false }).metadata();
+    const frameHeight = meta.pageHeight ?? meta.height;
+    checkSize(meta.width, frameHeight);
+    const frames = format === 'tiff' || format === 'gif' ? Math.max(1, meta.pages ?? 1) : 1;
+    return { input, frames, meta: format === 'bmp' ? { ...meta, format: 'bmp' as keyof FormatEnum } : meta };
+  } catch (err) {
+    throw asInvalid(err, 'The image could not be read');
+  }
+}
+
+const frame = (src: Source, page: number): Sharp =>
+  sharp(src.input, { page, pages: 1, limitInputPixels: MAX_PIXELS }).rotate();
+
+/** One frame as a greyscale PNG sized for OCR. */
+async function prepareForOcr(src: Source, page: number): Promise<Buffer> {
+  const meta = await sharp(src.input, { page, pages: 1, limitInputPixels: false }).metadata();
+  checkSize(meta.width, meta.pageHeight ?? meta.height);
+  const w = meta.autoOrient?.width ?? meta.width;
+  const h = meta.autoOrient?.height ?? meta.pageHeight ?? meta.height;
+  let scale = 1;
+  if (h < MIN_OCR_HEIGHT) scale = Math.min(4, MIN_OCR_HEIGHT / h, Math.sqrt(40e6 / (w * h)));
+  scale = Math.min(scale, MAX_OCR_SIDE / Math.max(w, h));
+  let img = frame(src, page).flatten({ background: '#ffffff' }).greyscale();
+  if (Math.abs(scale - 1) > 0.05) img = img.resize({ width: Math.max(1, Math.round(w * scale)), kernel: 'lanczos3' });
+  return img.png({ compressionLevel: 2 }).toBuffer();
+}
+
+async function understand(src: Source, page: number, ocr: Awaited<ReturnType<typeof recognize>>, ctx: ConvertContext): Promise<{ block: string; ai: boolean }> {
+  const thumb = await frame(src, page).resize(96, 96, { fit: 'inside' }).removeAlpha().toColourspace('srgb')
+    .raw().toBuffer({ resolveWithObject: true });
+  let block = describeImage(src.meta, parseExif(src.meta.exif), dominantColours(thumb.data, thumb.info.channels), ocr);
+  let ai = false;
+  if (ctx.ai) {
+    const png = await frame(src, page).resize(1024, 1024, { fit: 'inside', withoutEnlargement: true }).png().toBuffer();
+    const text = await describeWithVision(ctx.ai, png,
+      'Describe this image in one short paragraph for a reader who cannot see it: what it shows, its layout, and any text in it.',
+      ctx.signal);
+    if (text) { block = `${escapeInline(text)}\n\n${block}`; ai = true; }
+  }
+  return { block, ai };
+}
+
+async function convertImage(file: string, options: ConvertOptions, ctx: ConvertContext): Promise<ConvertResult> {
+  const src = await openSource(file);
+  const pages: string[] = [];
+  let aiUsed = false;
+  for (let i = 0; i < src.frames; i++) {
+    ctx.signal.throwIfAborted();
+    const ocr = await recognize(await prepareForOcr(src, i), ctx.signal);
+    const text = ocrMarkdown(ocr);
+    if (options.image_mode === 'understand') {
+      const { block, ai } = await understand(src, i, ocr, ctx);
+      aiUsed ||= ai;
+      pages.push(`## Description\n\n${block}${text ? `\n\n## Text\n\n${text}` : ''}`);
+    } else {
+      pages.push(text);
+    }
+    ctx.progress(i + 1, src.frames);
+  }
+  const markdown = src.frames === 1
+    ? pages[0]!
+    : pages.map((p, i) => `<!-- page ${i + 1} -->${p ? `\n\n${p}` : ''}`).join('\n\n');
+  return {
+    markdown: markdown ? `${markdown}\n` : '',
+    pages,
+    pageCount: src.frames,
+    variant: aiUsed ? 'ai_enhanced' : 'standard',
+    mime: `image/${src.meta.format === 'jpeg' ? 'jpeg' : src.meta.format}`,
+  };
+}
+
+export const imageConverter: Converter = {
+  kind: 'image',
+  mediaTypes: ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/bmp', 'image/x-ms-bmp', 'image/tiff'],
+  extensions: ['.png', '.jpg', '.jpeg', '.webp', '.gif', '.bmp', '.tif', '.tiff'],
+
+  accepts(peek: Peek): boolean {
+    return sniff(peek.bytes) !== null;
+  },
+
+  async count(file: string): Promise<Count> {
+    try {
+      const frames = await countFrames(file);
+      return { pages: frames, units: frames };
+    } catch (err) {
+      throw asInvalid(err, 'The image could not be read');
+    }
+  },
+
+  async convert(file: string, options: ConvertOptions, ctx: ConvertContext): Promise<ConvertResult> {
+    try {
+      return await convertImage(file, options, ctx);
+    } catch (err) {
+      if (ctx.signal.aborted) throw err;
+      throw asInvalid(err, 'The image could not be converted');
+    }
+  },
+};

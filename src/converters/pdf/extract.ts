@@ -1,0 +1,161 @@
+// One PDF page as plain data: text fragments (runs of characters on one baseline with their
+// font size, bold/italic/monospace flags and link), image boxes, vector boxes (for ruled
+// tables) and link targets, read from mupdf's structured text. Everything later in the
+// pipeline (statistics, tables, columns, Markdown) works on this model, never on mupdf objects.
+// Contract: call `destroy()` on the model when the page is done (it may hold mupdf Images).
+import * as mupdf from 'mupdf';
+import { type Box, BOLD, ITALIC, MONO, type PChar, type Frag, isMarkerText } from './model.js';
+
+export interface ImageBox extends Box { image: mupdf.Image | null }
+export interface VecBox extends Box { stroked: boolean; rect: boolean }
+
+export interface PageModel {
+  /** 1-based page number. */
+  number: number;
+  width: number;
+  height: number;
+  frags: Frag[];
+  images: ImageBox[];
+  vectors: VecBox[];
+  /** Link targets; PChar.link indexes into this. */
+  links: string[];
+  /** Non-space characters, and of those the ones that decode to nothing usable. */
+  inkChars: number;
+  badChars: number;
+  destroy(): void;
+}
+
+export interface ExtractOptions {
+  /** Keep the mupdf Image of each image block (to render or OCR figures). */
+  keepImages?: boolean;
+  /** Collect vector boxes (needed for ruled tables). */
+  vectors?: boolean;
+  /** Resolve link annotations. */
+  links?: boolean;
+}
+
+function styleOfFont(font: mupdf.Font): number {
+  const name = font.getName();
+  let style = 0;
+  if (font.isBold() || /bold|black|heavy|semibold|demi/i.test(name)) style |= BOLD;
+  if (font.isItalic() || /italic|oblique|slanted/i.test(name)) style |= ITALIC;
+  if (font.isMono() || /courier|mono|nimbusmon|cmtt|consol|menlo|typewriter|code|fixed/i.test(name)) style |= MONO;
+  return style;
+}
+
+function isBad(c: string): boolean {
+  const code = c.charCodeAt(0);
+  return code === 0xfffd || (code >= 0xe000 && code <= 0xf8ff) || (code < 0x20 && code !== 0x09);
+}
+
+interface LinkArea { box: Box; index: number; uri: string }
+
+function linkAreas(page: mupdf.Page, doc: mupdf.Document): LinkArea[] {
+  const out: LinkArea[] = [];
+  for (const link of page.getLinks()) {
+    try {
+      const [x0, y0, x1, y1] = link.getBounds();
+      let uri = link.getURI();
+      if (!link.isExternal()) {
+        const target = doc.resolveLink(link);
+        uri = target >= 0 ? `#page-${target + 1}` : '';
+      }
+      if (uri && !/^\s*javascript:/i.test(uri)) out.push({ box: { x0, y0, x1, y1 }, index: out.length, uri });
+    } finally {
+      link.destroy();
+    }
+  }
+  return out;
+}
+
+/** Reads one loaded page into a PageModel. Splits a mupdf line where a gap is wider than an em. */
+export function extractPage(page: mupdf.Page, doc: mupdf.Document, number: number, opts: ExtractOptions = {}): PageModel {
+  const [bx0, by0, bx1, by1] = page.getBounds();
+  const links = opts.links ? linkAreas(page, doc) : [];
+  const fontStyles = new Map<number, number>();
+  const frags: Frag[] = [];
+  const images: ImageBox[] = [];
+  const vectors: VecBox[] = [];
+  let inkChars = 0;
+  let badChars = 0;
+  let cur: PChar[] = [];
+  let lastInk: PChar | null = null;
+
+  const push = (): void => {
+    while (cur.length > 0 && cur[cur.length - 1]!.c.trim() === '') cur.pop();
+    if (cur.length > 0) frags.push(makeFrag(cur));
+    cur = [];
+    lastInk = null;
+  };
+
+  const options = ['preserve-images', opts.vectors ? 'vectors' : ''].filter(Boolean).join(',');
+  const stext = page.toStructuredText(options);
+  try {
+    stext.walk({
+      beginLine() { push(); },
+      endLine() { push(); },
+      onChar(c, origin, font, size, quad) {
+        const ptr = font.pointer as unknown as number;
+        let style = fontStyles.get(ptr);
+        if (style === undefined) { style = styleOfFont(font); fontStyles.set(ptr, style); }
+        font.destroy();
+        const x0 = Math.min(quad[0], quad[4]) - bx0;
+        const x1 = Math.max(quad[2], quad[6]) - bx0;
+        const ch: PChar = { c, x0, x1, base: origin[1] - by0, size, style, link: -1 };
+        const ink = c.trim() !== '';
+        if (ink) {
+          inkChars++;
+          if (isBad(c)) badChars++;
+          if (lastInk && x0 - lastInk.x1 > Math.max(size, 4) && !isMarkerText(cur)) push();
+          lastInk = ch;
+        } else if (cur.length === 0) {
+          return;
+        }
+        if (links.length > 0) {
+          const cx = (quad[0] + quad[2]) / 2;
+          const cy = (quad[1] + quad[5]) / 2;
+          for (const l of links) {
+            if (cx >= l.box.x0 && cx <= l.box.x1 && cy >= l.box.y0 && cy <= l.box.y1) { ch.link = l.index; break; }
+          }
+        }
+        cur.push(ch);
+      },
+      onImageBlock(bbox, _transform, image) {
+        const box = { x0: bbox[0] - bx0, y0: bbox[1] - by0, x1: bbox[2] - bx0, y1: bbox[3] - by0 };
+        if (opts.keepImages) images.push({ ...box, image });
+        else { image.destroy(); images.push({ ...box, image: null }); }
+      },
+      onVector(bbox, flags) {
+        vectors.push({
+          x0: bbox[0] - bx0, y0: bbox[1] - by0, x1: bbox[2] - bx0, y1: bbox[3] - by0,
+          stroked: Boolean(flags?.isStroked), rect: Boolean(flags?.isRectangle),
+        });
+      },
+    });
+  } finally {
+    stext.destroy();
+  }
+  return {
+    number, width: bx1 - bx0, height: by1 - by0, frags, images, vectors, links: links.map((l) => l.uri), inkChars, badChars,
+    destroy() {
+      for (const im of images) { im.image?.destroy(); im.image = null; }
+    },
+  };
+}
+
+export function makeFrag(chars: PChar[]): Frag {
+  let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+  const sizes = new Map<number, number>();
+  for (const ch of chars) {
+    x0 = Math.min(x0, ch.x0);
+    x1 = Math.max(x1, ch.x1);
+    y0 = Math.min(y0, ch.base - ch.size * 0.8);
+    y1 = Math.max(y1, ch.base + ch.size * 0.2);
+    if (ch.c.trim() !== '') sizes.set(ch.size, (sizes.get(ch.size) ?? 0) + 1);
+  }
+  let size = chars[0]!.size;
+  let best = -1;
+  for (const [s, n] of sizes) if (n > best || (n === best && s > size)) { best = n; size = s; }
+  const base = chars.find((c) => c.size === size)?.base ?? chars[0]!.base;
+  return { chars, x0, x1, y0, y1, size, base };
+}

@@ -1,0 +1,113 @@
+// Figures (raster images placed on a text page): where they are, their captions, and their
+// Markdown. Every figure becomes `![Figure N](page-P-figure-K)` (N counts over the converted
+// document, K within the page), followed by its caption when a "Figure 3: …" line sits just
+// above or below it. `describe` adds a one-paragraph description (size, text OCR'd from the
+// figure, or the vision model's description when one is configured); quality max adds the
+// figure's OCR'd text.
+import * as mupdf from 'mupdf';
+import sharp from 'sharp';
+import { joinLines, recognize } from '../shared/ocr.js';
+import type { ConvertContext } from '../types.js';
+import type { ImageBox, PageModel } from './extract.js';
+import { escapeText } from './inline.js';
+import { type Frag, type Item, textOf } from './model.js';
+import { describeWithVision } from './vision.js';
+
+const CAPTION_RE = /^(fig(ure)?\.?|image|chart|diagram|photo|plate|illustration|exhibit)\s*[\dIVXivx]+\b/i;
+/** How far from the figure a caption may start, in points. */
+const CAPTION_REACH = 36;
+
+export interface Figure {
+  number: number;
+  page: number;
+  k: number;
+  box: ImageBox;
+  caption: string | null;
+}
+
+/** Figures of the page and the fragments left once their captions are taken out. */
+export function planFigures(page: PageModel, frags: Frag[], firstNumber: number): { figures: Figure[]; items: Item[]; frags: Frag[] } {
+  const area = page.width * page.height;
+  const boxes = page.images.filter((b) => {
+    const w = b.x1 - b.x0, h = b.y1 - b.y0;
+    return w >= 24 && h >= 24 && w * h < area * 0.8;
+  }).sort((a, b) => a.y0 - b.y0 || a.x0 - b.x0);
+  const taken = new Set<Frag>();
+  const figures: Figure[] = boxes.map((box, i) => {
+    const overlaps = (f: Frag): boolean => f.x1 > box.x0 && f.x0 < box.x1;
+    const first = frags.find((f) => !taken.has(f) && overlaps(f) && CAPTION_RE.test(textOf(f.chars).trim()) &&
+      ((f.y0 >= box.y1 - 2 && f.y0 - box.y1 <= CAPTION_REACH) || (f.y1 <= box.y0 + 2 && box.y0 - f.y1 <= CAPTION_REACH)));
+    let caption: string | null = null;
+    if (first) {
+      const lines = [first];
+      taken.add(first);
+      // a caption may wrap: take the lines right below it in the same size
+      for (;;) {
+        const last = lines[lines.length - 1]!;
+        const next = frags.find((f) => !taken.has(f) && overlaps(f) && Math.abs(f.size - last.size) < 0.6 &&
+          f.y0 > last.y0 && f.y0 - last.y1 <= last.size * 0.5);
+        if (!next || lines.length >= 4) break;
+        lines.push(next);
+        taken.add(next);
+      }
+      caption = joinLines(lines.map((f) => textOf(f.chars)));
+    }
+    return { number: firstNumber + i, page: page.number, k: i + 1, box, caption };
+  });
+  const items: Item[] = figures.map((f, i) => ({ kind: 'figure', index: i, x0: f.box.x0, y0: f.box.y0, x1: f.box.x1, y1: f.box.y1 }));
+  return { figures, items, frags: frags.filter((f) => !taken.has(f)) };
+}
+
+/** The figure's pixels as PNG, upscaled when small so OCR can read it. */
+async function figurePng(image: mupdf.Image): Promise<Buffer> {
+  let pix = image.toPixmap();
+  try {
+    const cs = pix.getColorSpace();
+    if (!cs || !(cs.isGray() || cs.isRGB()) || pix.getAlpha()) {
+      const rgb = pix.convertToColorSpace(mupdf.ColorSpace.DeviceRGB, false);
+      pix.destroy();
+      pix = rgb;
+    }
+    const png = Buffer.from(pix.asPNG());
+    const h = pix.getHeight();
+    if (h >= 600) return png;
+    return await sharp(png).resize({ height: Math.min(1200, h * 3) }).greyscale().png().toBuffer();
+  } finally {
+    pix.destroy();
+  }
+}
+
+export interface FigureOptions {
+  describe: boolean;
+  ocrText: boolean;
+  ctx: ConvertContext;
+}
+
+/** Markdown of one figure; `aiUsed` is set when the vision model wrote the description. */
+export async function figureMarkdown(f: Figure, opts: FigureOptions): Promise<{ markdown: string; aiUsed: boolean }> {
+  const parts = [`![Figure ${f.number}](page-${f.page}-figure-${f.k})`];
+  if (f.caption) parts.push(`*${escapeText(f.caption)}*`);
+  const image = f.box.image;
+  let aiUsed = false;
+  if (image && (opts.describe || opts.ocrText)) {
+    const png = await figurePng(image);
+    const ocr = await recognize(png, opts.ctx.signal);
+    const text = ocr.paragraphs.map((p) => joinLines(p.lines.map((l) => l.text))).join(' ').trim();
+    const readable = text !== '' && ocr.confidence >= 50;
+    if (opts.describe) {
+      const wPt = Math.round(f.box.x1 - f.box.x0), hPt = Math.round(f.box.y1 - f.box.y0);
+      let description = `A ${image.getWidth()} × ${image.getHeight()} px raster image, shown at ${wPt} × ${hPt} pt on page ${f.page}.`;
+      description += readable ? ` Text in it: “${text}”.` : ' No text was recognised in it.';
+      if (opts.ctx.ai) {
+        const ai = await describeWithVision(opts.ctx.ai, png,
+          'Describe this figure from a document in one short paragraph for a reader who cannot see it. Include any text, numbers or trends it shows.',
+          opts.ctx.signal);
+        if (ai) { description = ai; aiUsed = true; }
+      }
+      parts.push(`> **Figure ${f.number} description:** ${escapeText(description)}`);
+    } else if (readable) {
+      parts.push(`> **Text in figure ${f.number}:** ${escapeText(text)}`);
+    }
+  }
+  return { markdown: parts.join('\n\n'), aiUsed };
+}

@@ -1,0 +1,81 @@
+// Reading order of one page. Multi-column pages are read column by column: a gutter is a
+// vertical band, well inside the text area, that (almost) no text line crosses and that has
+// text on both sides. Items that do cross a gutter (a title over both columns, a wide table)
+// cut the page into bands; each band is read left column first, then the next column.
+// The result is a list of sections; a section boundary is always a paragraph boundary.
+import { type Item, median } from './model.js';
+
+/** Narrowest white band taken for a gutter between columns, in points. */
+const MIN_GUTTER = 8;
+/** A gutter must leave at least this much text width on each side, in points. */
+const MIN_COLUMN = 60;
+
+interface Gutter { x0: number; x1: number }
+
+function gutters(items: readonly Item[], pageWidth: number): Gutter[] {
+  const text = items.filter((i) => i.kind === 'text');
+  if (text.length < 6) return [];
+  const width = Math.max(1, Math.ceil(pageWidth));
+  const cover = new Float64Array(width + 2);
+  let minX = Infinity, maxX = -Infinity;
+  for (const it of text) {
+    const a = Math.max(0, Math.floor(it.x0));
+    const b = Math.min(width, Math.ceil(it.x1));
+    for (let x = a; x <= b; x++) cover[x]! += it.y1 - it.y0;
+    minX = Math.min(minX, it.x0);
+    maxX = Math.max(maxX, it.x1);
+  }
+  const used: number[] = [];
+  for (let x = 0; x <= width; x++) if (cover[x]! > 0) used.push(cover[x]!);
+  const threshold = median(used) * 0.15;
+  const out: Gutter[] = [];
+  let start = -1;
+  const from = Math.max(0, Math.floor(minX + MIN_COLUMN));
+  const to = Math.min(width, Math.ceil(maxX - MIN_COLUMN));
+  for (let x = from; x <= to + 1; x++) {
+    const low = x <= to && cover[x]! <= threshold;
+    if (low && start < 0) start = x;
+    if (!low && start >= 0) {
+      if (x - start >= MIN_GUTTER) out.push({ x0: start, x1: x - 1 });
+      start = -1;
+    }
+  }
+  // a gutter needs real columns on both sides, not a bullet column or a stray label
+  return out.filter((g) => {
+    const left = text.filter((t) => t.x1 <= g.x0 + 1).length;
+    const right = text.filter((t) => t.x0 >= g.x1 - 1).length;
+    return left >= 3 && right >= 3;
+  });
+}
+
+function byPosition(a: Item, b: Item): number {
+  return a.y0 - b.y0 || a.x0 - b.x0;
+}
+
+/** Sections of the page's items in reading order. */
+export function readingOrder(items: readonly Item[], pageWidth: number): Item[][] {
+  const gs = gutters(items, pageWidth);
+  const sorted = [...items].sort(byPosition);
+  if (gs.length === 0) return sorted.length > 0 ? [sorted] : [];
+  const sections: Item[][] = [];
+  let columns: Item[][] = gs.map(() => []).concat([[]]);
+  let spanning: Item[] = [];
+  const flushColumns = (): void => {
+    for (const col of columns) if (col.length > 0) sections.push(col);
+    columns = gs.map(() => []).concat([[]]);
+  };
+  for (const it of sorted) {
+    const crosses = gs.some((g) => it.x0 < g.x0 - 2 && it.x1 > g.x1 + 2);
+    if (crosses) {
+      flushColumns();
+      spanning.push(it);
+      continue;
+    }
+    if (spanning.length > 0) { sections.push(spanning); spanning = []; }
+    const cx = (it.x0 + it.x1) / 2;
+    columns[gs.filter((g) => g.x1 < cx).length]!.push(it);
+  }
+  if (spanning.length > 0) sections.push(spanning);
+  flushColumns();
+  return sections;
+}

@@ -1,0 +1,72 @@
+// The plain-data shapes the PDF pipeline passes between its steps, and the small text tests
+// several steps share (list markers, page numbers). Coordinates are PDF points with the origin
+// at the top-left of the page, y growing downwards.
+
+export interface Box { x0: number; y0: number; x1: number; y1: number }
+
+export const BOLD = 1;
+export const ITALIC = 2;
+export const MONO = 4;
+
+export interface PChar {
+  c: string;
+  x0: number;
+  x1: number;
+  /** Baseline y. */
+  base: number;
+  size: number;
+  /** BOLD | ITALIC | MONO. */
+  style: number;
+  /** Index into PageModel.links, or -1. */
+  link: number;
+}
+
+/** Characters on one baseline with no gap wider than an em between them. */
+export interface Frag extends Box {
+  chars: PChar[];
+  /** The size most of its characters have. */
+  size: number;
+  base: number;
+}
+
+/** A finished piece of page content placed in reading order by the layout step. */
+export type Item =
+  | (Box & { kind: 'text'; frag: Frag })
+  | (Box & { kind: 'table'; markdown: string })
+  | (Box & { kind: 'figure'; index: number });
+
+export function textOf(chars: readonly PChar[]): string {
+  let s = '';
+  for (const ch of chars) s += ch.c;
+  return s;
+}
+
+export function boxOf(items: readonly Box[]): Box {
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  for (const b of items) {
+    x0 = Math.min(x0, b.x0); y0 = Math.min(y0, b.y0);
+    x1 = Math.max(x1, b.x1); y1 = Math.max(y1, b.y1);
+  }
+  return { x0, y0, x1, y1 };
+}
+
+export const BULLET_RE = /^([•◦▪▫●○■□‣⁃∙·\-–—*»►✓✔])\s+/u;
+export const ORDERED_RE = /^\(?(\d{1,3})[.)]\s+/;
+
+/** True when `chars` hold only a list marker ("•", "3.", "(2)"), so a gap after it is not a column gap. */
+export function isMarkerText(chars: readonly PChar[]): boolean {
+  const t = textOf(chars).trim();
+  return t.length > 0 && t.length <= 4 && (/^[•◦▪▫●○■□‣⁃∙·\-–—*»►✓✔]$/u.test(t) || /^\(?\d{1,3}[.)]$/.test(t));
+}
+
+/** Text that is nothing but a page number: "7", "- 7 -", "Page 7", "7 of 20", "vii". */
+export function isPageNumber(text: string): boolean {
+  const t = text.trim().toLowerCase();
+  return /^[-–—(\s]*(page\s+)?\d{1,5}(\s*(of|\/)\s*\d{1,5})?[-–—)\s]*$/.test(t) || /^[ivxlc]{1,7}$/.test(t);
+}
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}

@@ -1,0 +1,116 @@
+// One PDF page to Markdown, by the route the options choose:
+// - OCR (ocr: true, or a page with no usable text layer outside quality fast): the page is
+//   rendered to a greyscale bitmap and read by tesseract.
+// - fast: the text layer as plain paragraphs in mupdf's order, bare page numbers dropped.
+// - standard / max: running heads dropped, ruled (and for accurate/max, aligned) tables,
+//   figures with captions, column-aware reading order, headings, lists, inline styles.
+// Contract: the page and every mupdf object made for it are destroyed before this returns.
+import * as mupdf from 'mupdf';
+import { ocrMarkdown, recognize } from '../shared/ocr.js';
+import type { ConvertContext } from '../types.js';
+import { extractPage, type PageModel } from './extract.js';
+import { figureMarkdown, planFigures } from './figures.js';
+import { readingOrder } from './layout.js';
+import { renderSections } from './markdown.js';
+import type { Item } from './model.js';
+import { type DocStats, isRunningHead } from './stats.js';
+import { alignedTables, ruledTables } from './tables.js';
+
+export interface PageJob {
+  doc: mupdf.Document;
+  /** 1-based. */
+  number: number;
+  quality: 'fast' | 'standard' | 'max';
+  tableMode: 'fast' | 'accurate';
+  figures: 'placeholder' | 'describe';
+  ocr: boolean;
+  stats: DocStats | null;
+  /** The document-wide number the page's first figure gets. */
+  firstFigure: number;
+  ctx: ConvertContext;
+}
+
+export interface PageOutput { markdown: string; figures: number; aiUsed: boolean; ocred: boolean }
+
+const OCR_DPI = 200;
+/** The longest side of a page bitmap handed to OCR, in pixels. */
+const MAX_SIDE = 5000;
+
+/** True when the text layer is missing or garbage and the page looks like a scan. */
+export function needsOcr(m: PageModel): boolean {
+  if (m.inkChars > 0 && m.badChars / m.inkChars >= 0.3) return true;
+  if (m.inkChars >= 20) return false;
+  const covered = m.images.reduce((a, b) => a + (b.x1 - b.x0) * (b.y1 - b.y0), 0);
+  return covered >= m.width * m.height * 0.3;
+}
+
+async function ocrPage(page: mupdf.Page, signal: AbortSignal): Promise<string> {
+  const [x0, y0, x1, y1] = page.getBounds();
+  const scale = Math.min(OCR_DPI / 72, MAX_SIDE / Math.max(1, x1 - x0, y1 - y0));
+  const pix = page.toPixmap(mupdf.Matrix.scale(scale, scale), mupdf.ColorSpace.DeviceGray, false, true);
+  let png: Buffer;
+  try {
+    png = Buffer.from(pix.asPNG());
+  } finally {
+    pix.destroy();
+  }
+  return ocrMarkdown(await recognize(png, signal));
+}
+
+export async function convertPage(job: PageJob): Promise<PageOutput> {
+  const page = job.doc.loadPage(job.number - 1);
+  try {
+    if (job.ocr) return { markdown: await ocrPage(page, job.ctx.signal), figures: 0, aiUsed: false, ocred: true };
+    const fast = job.quality === 'fast';
+    const wantPixels = !fast && (job.figures === 'describe' || job.quality === 'max');
+    const model = extractPage(page, job.doc, job.number, { keepImages: wantPixels, vectors: !fast, links: !fast });
+    try {
+      if (needsOcr(model)) {
+        if (fast) return { markdown: '', figures: 0, aiUsed: false, ocred: false };
+        return { markdown: await ocrPage(page, job.ctx.signal), figures: 0, aiUsed: false, ocred: true };
+      }
+      if (fast) {
+        const items: Item[] = model.frags
+          .filter((f) => !isRunningHead(null, f, model.height))
+          .map((frag) => ({ kind: 'text', frag, x0: frag.x0, y0: frag.y0, x1: frag.x1, y1: frag.y1 }));
+        const markdown = renderSections([items], { stats: null, structure: false, links: [], figure: () => '' });
+        return { markdown, figures: 0, aiUsed: false, ocred: false };
+      }
+      return await structuredPage(job, model);
+    } finally {
+      model.destroy();
+    }
+  } finally {
+    page.destroy();
+  }
+}
+
+async function structuredPage(job: PageJob, model: PageModel): Promise<PageOutput> {
+  let frags = model.frags.filter((f) => !isRunningHead(job.stats, f, model.height));
+  const ruled = ruledTables(frags, model.vectors, model.width * model.height);
+  frags = ruled.frags;
+  const tables = [...ruled.tables];
+  if (job.tableMode === 'accurate') {
+    const aligned = alignedTables(frags);
+    frags = aligned.frags;
+    tables.push(...aligned.tables);
+  }
+  const plan = planFigures(model, frags, job.firstFigure);
+  const items: Item[] = [
+    ...plan.frags.map((frag): Item => ({ kind: 'text', frag, x0: frag.x0, y0: frag.y0, x1: frag.x1, y1: frag.y1 })),
+    ...tables,
+    ...plan.items,
+  ];
+  const figureMd: string[] = [];
+  let aiUsed = false;
+  for (const f of plan.figures) {
+    job.ctx.signal.throwIfAborted();
+    const out = await figureMarkdown(f, { describe: job.figures === 'describe', ocrText: job.quality === 'max', ctx: job.ctx });
+    figureMd.push(out.markdown);
+    aiUsed ||= out.aiUsed;
+  }
+  const markdown = renderSections(readingOrder(items, model.width), {
+    stats: job.stats, structure: true, links: model.links, figure: (i) => figureMd[i] ?? '',
+  });
+  return { markdown, figures: plan.figures.length, aiUsed, ocred: false };
+}

@@ -1,0 +1,113 @@
+// Document-wide statistics the page-by-page pass needs: the body text size (the size most
+// characters have), the larger sizes that make heading levels, and the running headers/footers
+// (text repeated at the same height in the top or bottom margin of most pages). They are taken
+// from a sample of pages spread over the document, so a 2,000-page PDF costs at most
+// SAMPLE_PAGES extra text extractions and no page's content is kept in memory.
+import type { PageModel } from './extract.js';
+import { BOLD, type Frag, isPageNumber, textOf } from './model.js';
+
+export const SAMPLE_PAGES = 40;
+/** Share of the page height at the top and at the bottom where running heads live. */
+const MARGIN = 0.09;
+/** Vertical position granularity of a running head, in points. */
+const Y_STEP = 6;
+
+export interface PageSignals {
+  /** Ink characters per rounded size (page numbers left out). */
+  sizeChars: Map<number, number>;
+  /** Keys of the fragments in the margins (text with digits folded, and height). */
+  marginKeys: Set<string>;
+}
+
+export interface DocStats {
+  bodySize: number;
+  /** Sizes that make # / ## / ### headings, largest first (at most 3 levels are used). */
+  headingSizes: number[];
+  /** Margin keys seen on most sampled pages. */
+  running: Set<string>;
+}
+
+/** The page numbers (1-based) to sample: all of them when few, else evenly spread. */
+export function samplePages(pageCount: number): number[] {
+  if (pageCount <= SAMPLE_PAGES) return Array.from({ length: pageCount }, (_, i) => i + 1);
+  const out = new Set<number>();
+  for (let i = 0; i < SAMPLE_PAGES; i++) out.add(1 + Math.round((i * (pageCount - 1)) / (SAMPLE_PAGES - 1)));
+  return [...out];
+}
+
+const roundSize = (s: number): number => Math.round(s * 2) / 2;
+const normText = (t: string): string => t.toLowerCase().replace(/\d+/g, '#').replace(/\s+/g, ' ').trim();
+
+function inMargin(f: Frag, height: number): boolean {
+  const yc = (f.y0 + f.y1) / 2;
+  return yc < height * MARGIN || yc > height * (1 - MARGIN);
+}
+
+function keyOf(f: Frag, yBucket: number): string {
+  return `${yBucket}|${normText(textOf(f.chars))}`;
+}
+
+export function pageSignals(page: PageModel): PageSignals {
+  const sizeChars = new Map<number, number>();
+  const marginKeys = new Set<string>();
+  for (const f of page.frags) {
+    if (inMargin(f, page.height)) {
+      if (isPageNumber(textOf(f.chars))) continue;
+      marginKeys.add(keyOf(f, Math.round(((f.y0 + f.y1) / 2) / Y_STEP)));
+    }
+    for (const ch of f.chars) {
+      if (ch.c.trim() === '') continue;
+      const k = roundSize(ch.size);
+      sizeChars.set(k, (sizeChars.get(k) ?? 0) + 1);
+    }
+  }
+  return { sizeChars, marginKeys };
+}
+
+export function buildStats(signals: readonly PageSignals[]): DocStats {
+  const sizes = new Map<number, number>();
+  const keyPages = new Map<string, number>();
+  for (const s of signals) {
+    for (const [k, n] of s.sizeChars) sizes.set(k, (sizes.get(k) ?? 0) + n);
+    for (const k of s.marginKeys) keyPages.set(k, (keyPages.get(k) ?? 0) + 1);
+  }
+  let bodySize = 10;
+  let best = -1;
+  for (const [k, n] of sizes) if (n > best) { best = n; bodySize = k; }
+  const larger = [...sizes.keys()].filter((k) => k >= bodySize * 1.12 && k >= bodySize + 1).sort((a, b) => b - a);
+  const headingSizes: number[] = [];
+  for (const k of larger) {
+    const last = headingSizes[headingSizes.length - 1];
+    if (last === undefined || last - k > 0.75) headingSizes.push(k);
+  }
+  const need = Math.max(2, Math.ceil(signals.length * 0.4));
+  const running = new Set<string>();
+  for (const [k, n] of keyPages) if (n >= need) running.add(k);
+  return { bodySize, headingSizes, running };
+}
+
+/** True for a running header/footer or a bare page number in the margins. */
+export function isRunningHead(stats: DocStats | null, f: Frag, pageHeight: number): boolean {
+  if (!inMargin(f, pageHeight)) return false;
+  if (isPageNumber(textOf(f.chars))) return true;
+  if (!stats) return false;
+  const b = Math.round(((f.y0 + f.y1) / 2) / Y_STEP);
+  return stats.running.has(keyOf(f, b)) || stats.running.has(keyOf(f, b - 1)) || stats.running.has(keyOf(f, b + 1));
+}
+
+/**
+ * The heading level a line of this size and style would have: 1–3, or 0 for body text.
+ * Larger sizes map to levels by rank; a bold line at body size is one level below the
+ * smallest larger size. Whether a candidate really is a heading (short, standalone) is
+ * decided by the caller, which sees the whole paragraph.
+ */
+export function headingLevel(stats: DocStats, size: number, style: number): number {
+  const k = roundSize(size);
+  if (k >= stats.bodySize * 1.12 && k >= stats.bodySize + 1) {
+    let idx = stats.headingSizes.findIndex((h) => k >= h - 0.75);
+    if (idx < 0) idx = stats.headingSizes.length;
+    return Math.min(3, idx + 1);
+  }
+  if ((style & BOLD) !== 0 && Math.abs(k - stats.bodySize) <= 1) return Math.min(3, stats.headingSizes.length + 1);
+  return 0;
+}

@@ -1,0 +1,222 @@
+// Tables on a PDF page, as GFM tables. Two detectors:
+// - ruled: horizontal and vertical rules (thin vector boxes, rectangle edges) that cross each
+//   other form a grid; each character goes to the cell its centre falls in.
+// - aligned (table_mode accurate): three or more consecutive lines split into short pieces that
+//   fall into the same vertical bands form columns, even with no rules drawn.
+// Both return the tables as reading-order items and the fragments they did not use.
+import { gfmTable } from '../shared/gfm-table.js';
+import { joinLines } from '../shared/ocr.js';
+import type { VecBox } from './extract.js';
+import { makeFrag } from './extract.js';
+import { type Box, type Frag, type Item, type PChar, textOf } from './model.js';
+
+interface HSeg { y: number; x0: number; x1: number }
+interface VSeg { x: number; y0: number; y1: number }
+
+const THIN = 3;
+const MAX_PAIRS = 4_000_000;
+const TOL = 2.5;
+
+function segments(vectors: readonly VecBox[], pageArea: number): { h: HSeg[]; v: VSeg[] } {
+  const h: HSeg[] = [];
+  const v: VSeg[] = [];
+  for (const b of vectors) {
+    const w = b.x1 - b.x0;
+    const ht = b.y1 - b.y0;
+    if (ht <= THIN && w >= 6) h.push({ y: (b.y0 + b.y1) / 2, x0: b.x0, x1: b.x1 });
+    else if (w <= THIN && ht >= 6) v.push({ x: (b.x0 + b.x1) / 2, y0: b.y0, y1: b.y1 });
+    else if (b.rect && w >= 6 && ht >= 6 && w * ht < pageArea * 0.5) {
+      h.push({ y: b.y0, x0: b.x0, x1: b.x1 }, { y: b.y1, x0: b.x0, x1: b.x1 });
+      v.push({ x: b.x0, y0: b.y0, y1: b.y1 }, { x: b.x1, y0: b.y0, y1: b.y1 });
+    }
+  }
+  return { h, v };
+}
+
+/** Distinct values, each within `tol` of the previous one folded together. */
+function clusters(values: number[], tol: number): number[] {
+  const s = [...values].sort((a, b) => a - b);
+  const out: number[] = [];
+  for (const x of s) if (out.length === 0 || x - out[out.length - 1]! > tol) out.push(x);
+  return out;
+}
+
+/** The index of the interval between consecutive `edges` that `v` falls in, clamped. */
+function slot(edges: number[], v: number): number {
+  let n = 0;
+  for (const e of edges) if (e <= v) n++;
+  return Math.min(edges.length - 2, Math.max(0, n - 1));
+}
+
+/** True when a vertical rule at `x` runs from `y0` to `y1`. */
+function ruled(v: readonly VSeg[], x: number, y0: number, y1: number): boolean {
+  return v.some((s) => Math.abs(s.x - x) <= TOL && s.y0 <= y0 + TOL && s.y1 >= y1 - TOL);
+}
+
+/** Groups rules into grids: a horizontal and a vertical rule that cross are in the same grid. */
+function grids(h: HSeg[], v: VSeg[]): Array<{ h: HSeg[]; v: VSeg[] }> {
+  const parent = Array.from({ length: h.length + v.length }, (_, i) => i);
+  const find = (i: number): number => { while (parent[i] !== i) { parent[i] = parent[parent[i]!]!; i = parent[i]!; } return i; };
+  for (let i = 0; i < h.length; i++) {
+    for (let j = 0; j < v.length; j++) {
+      const a = h[i]!, b = v[j]!;
+      if (b.x >= a.x0 - TOL && b.x <= a.x1 + TOL && a.y >= b.y0 - TOL && a.y <= b.y1 + TOL) {
+        parent[find(i)] = find(h.length + j);
+      }
+    }
+  }
+  const groups = new Map<number, { h: HSeg[]; v: VSeg[] }>();
+  const group = (i: number): { h: HSeg[]; v: VSeg[] } => {
+    const r = find(i);
+    let g = groups.get(r);
+    if (!g) { g = { h: [], v: [] }; groups.set(r, g); }
+    return g;
+  };
+  h.forEach((s, i) => group(i).h.push(s));
+  v.forEach((s, j) => group(h.length + j).v.push(s));
+  return [...groups.values()];
+}
+
+/** Text of the characters of one cell: wrapped lines joined, split words mended. */
+function cellText(chars: PChar[]): string {
+  chars.sort((a, b) => (Math.abs(a.base - b.base) > a.size * 0.4 ? a.base - b.base : a.x0 - b.x0));
+  const lines: string[] = [];
+  let line = '';
+  let prev: PChar | null = null;
+  for (const ch of chars) {
+    if (prev && Math.abs(ch.base - prev.base) > prev.size * 0.4) { lines.push(line); line = ''; prev = null; }
+    if (prev && ch.x0 - prev.x1 > prev.size * 0.2 && ch.c !== ' ' && prev.c !== ' ') line += ' ';
+    line += ch.c;
+    prev = ch;
+  }
+  lines.push(line);
+  return joinLines(lines).replace(/\s+/g, ' ').trim();
+}
+
+/** Drops rows and columns with no text; null when fewer than 2×2 cells remain. */
+function prune(rows: string[][]): string[][] | null {
+  const kept = rows.filter((r) => r.some((c) => c !== ''));
+  if (kept.length < 2) return null;
+  const cols = kept[0]!.map((_, j) => j).filter((j) => kept.some((r) => r[j] !== ''));
+  if (cols.length < 2) return null;
+  return kept.map((r) => cols.map((j) => r[j]!));
+}
+
+/** Removes the characters inside `box` from the fragments; what is left stays a fragment. */
+function carve(frags: Frag[], box: Box): { inside: PChar[]; rest: Frag[] } {
+  const inside: PChar[] = [];
+  const rest: Frag[] = [];
+  for (const f of frags) {
+    if (f.x1 < box.x0 || f.x0 > box.x1 || f.y1 < box.y0 || f.y0 > box.y1) { rest.push(f); continue; }
+    const out: PChar[] = [];
+    for (const ch of f.chars) {
+      const cx = (ch.x0 + ch.x1) / 2;
+      const cy = ch.base - ch.size * 0.3;
+      if (cx >= box.x0 - 1 && cx <= box.x1 + 1 && cy >= box.y0 - 1 && cy <= box.y1 + 1) inside.push(ch);
+      else out.push(ch);
+    }
+    if (out.some((c) => c.c.trim() !== '')) rest.push(makeFrag(out));
+  }
+  return { inside, rest };
+}
+
+/** Tables drawn with rules. */
+export function ruledTables(frags: Frag[], vectors: readonly VecBox[], pageArea: number): { tables: Item[]; frags: Frag[] } {
+  const { h, v } = segments(vectors, pageArea);
+  const tables: Item[] = [];
+  // pairing rules is quadratic; a page with this many is a drawing (a map, a plan), not a form
+  if (h.length * v.length > MAX_PAIRS) return { tables, frags };
+  let rest = frags;
+  for (const g of grids(h, v)) {
+    const ys = clusters(g.h.map((s) => s.y), TOL);
+    const xs = clusters(g.v.map((s) => s.x), TOL);
+    if (ys.length < 2 || xs.length < 2 || (ys.length - 1) * (xs.length - 1) < 2) continue;
+    const box = { x0: xs[0]!, y0: ys[0]!, x1: xs[xs.length - 1]!, y1: ys[ys.length - 1]! };
+    const carved = carve(rest, box);
+    const cells: PChar[][][] = ys.slice(1).map(() => xs.slice(1).map(() => []));
+    for (const ch of carved.inside) {
+      const cx = (ch.x0 + ch.x1) / 2;
+      const cy = ch.base - ch.size * 0.3;
+      const i = slot(ys, cy);
+      let j = slot(xs, cx);
+      // a merged cell has no rule between its columns: its text stays in its first column
+      while (j > 0 && !ruled(g.v, xs[j]!, ys[i]!, ys[i + 1]!)) j--;
+      cells[i]![j]!.push(ch);
+    }
+    const rows = prune(cells.map((r) => r.map(cellText)));
+    if (!rows) continue;
+    tables.push({ kind: 'table', ...box, markdown: gfmTable(rows) });
+    rest = carved.rest;
+  }
+  return { tables, frags: rest };
+}
+
+interface Row { frags: Frag[]; base: number; y0: number; y1: number; size: number }
+
+function rowsOf(frags: Frag[]): Row[] {
+  const sorted = [...frags].sort((a, b) => a.base - b.base || a.x0 - b.x0);
+  const rows: Row[] = [];
+  for (const f of sorted) {
+    const last = rows[rows.length - 1];
+    if (last && Math.abs(f.base - last.base) <= Math.min(f.size, last.size) * 0.35) {
+      last.frags.push(f);
+      last.y0 = Math.min(last.y0, f.y0);
+      last.y1 = Math.max(last.y1, f.y1);
+    } else {
+      rows.push({ frags: [f], base: f.base, y0: f.y0, y1: f.y1, size: f.size });
+    }
+  }
+  for (const r of rows) r.frags.sort((a, b) => a.x0 - b.x0);
+  return rows;
+}
+
+/** The vertical bands the fragments of `rows` fall into, or null when they are not table-like. */
+function bands(rows: Row[]): Array<[number, number]> | null {
+  const spans = rows.flatMap((r) => r.frags.map((f): [number, number] => [f.x0, f.x1])).sort((a, b) => a[0] - b[0]);
+  const out: Array<[number, number]> = [];
+  for (const [a, b] of spans) {
+    const last = out[out.length - 1];
+    if (last && a <= last[1] + 2) last[1] = Math.max(last[1], b);
+    else out.push([a, b]);
+  }
+  if (out.length < 2) return null;
+  const cells = rows.flatMap((r) => r.frags);
+  const avgChars = cells.reduce((n, f) => n + textOf(f.chars).trim().length, 0) / cells.length;
+  if (avgChars > 25) return null;
+  return out;
+}
+
+/** Tables whose columns are only aligned by whitespace (table_mode accurate). */
+export function alignedTables(frags: Frag[]): { tables: Item[]; frags: Frag[] } {
+  const rows = rowsOf(frags);
+  const tables: Item[] = [];
+  const used = new Set<Frag>();
+  let i = 0;
+  while (i < rows.length) {
+    let j = i;
+    while (j < rows.length && rows[j]!.frags.length >= 2 &&
+      (j === i || rows[j]!.y0 - rows[j - 1]!.y1 <= rows[j - 1]!.size * 1.5)) j++;
+    const run = rows.slice(i, j);
+    const cols = run.length >= 3 ? bands(run) : null;
+    if (cols) {
+      const grid = run.map((r) => {
+        const cells = cols.map(() => [] as PChar[]);
+        for (const f of r.frags) {
+          const k = cols.findIndex(([a, b]) => f.x0 >= a - 0.5 && f.x1 <= b + 0.5);
+          cells[Math.max(0, k)]!.push(...f.chars);
+          used.add(f);
+        }
+        return cells.map(cellText);
+      });
+      const pruned = prune(grid);
+      if (pruned) {
+        const box = { x0: cols[0]![0], y0: run[0]!.y0, x1: cols[cols.length - 1]![1], y1: run[run.length - 1]!.y1 };
+        tables.push({ kind: 'table', ...box, markdown: gfmTable(pruned) });
+      } else {
+        for (const r of run) for (const f of r.frags) used.delete(f);
+      }
+    }
+    i = Math.max(j, i + 1);
+  }
+  return { tables, frags: frags.filter((f) => !used.has(f)) };
+}

@@ -1,0 +1,211 @@
+// OCR for scanned PDF pages, figures and images: one tesseract.js worker per thread, created on
+// first use and reused, with its English model read from node_modules (never the network).
+// Callers hand in an encoded image (PNG) and get paragraphs back, laid out by tesseract's own
+// block/paragraph/line analysis; `ocrMarkdown` turns them into Markdown paragraphs.
+// Contract: call `terminateOcr()` when a thread (or a test) is done, so the process can exit.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import Tesseract from 'tesseract.js';
+import { ApiError } from '../../errors.js';
+
+const require = createRequire(import.meta.url);
+
+/** One recognition may not take longer than this; a stuck worker is killed and replaced. */
+const RECOGNIZE_TIMEOUT_MS = 180_000;
+
+/**
+ * The worker's options. The language data is the LSTM "best_int" model that
+ * @tesseract.js-data/eng ships (tesseract.js' own choice for LSTM_ONLY); it is gzip-compressed,
+ * and `cacheMethod: 'none'` keeps tesseract.js from writing a copy into the working directory.
+ * The wasm core is `require`d from tesseract.js-core by the worker script in Node.
+ */
+export function ocrWorkerOptions(): Partial<Tesseract.WorkerOptions> {
+  const pkg = path.dirname(require.resolve('@tesseract.js-data/eng/package.json'));
+  return {
+    langPath: path.join(pkg, '4.0.0_best_int'),
+    gzip: true,
+    cacheMethod: 'none',
+    logger: () => {},
+    errorHandler: () => {},
+  };
+}
+
+let workerPromise: Promise<Tesseract.Worker> | null = null;
+
+function getWorker(): Promise<Tesseract.Worker> {
+  if (!workerPromise) {
+    const started = Tesseract.createWorker('eng', Tesseract.OEM.LSTM_ONLY, ocrWorkerOptions()).then(async (w) => {
+      // tesseract.js defaults to "single block"; full page segmentation finds columns,
+      // headings and text inside table cells
+      // a fixed resolution also stops tesseract guessing one (and printing that it did)
+      await w.setParameters({ tessedit_pageseg_mode: Tesseract.PSM.AUTO, user_defined_dpi: '300' });
+      return w;
+    });
+    workerPromise = started;
+    started.catch(() => { if (workerPromise === started) workerPromise = null; });
+  }
+  return workerPromise;
+}
+
+/** Stops this thread's OCR worker, if one was started. Safe to call more than once. */
+export async function terminateOcr(): Promise<void> {
+  const p = workerPromise;
+  workerPromise = null;
+  if (!p) return;
+  try {
+    await (await p).terminate();
+  } catch {
+    // a worker that failed to start or already died has nothing left to stop
+  }
+}
+
+export interface OcrLine {
+  text: string; x0: number; y0: number; x1: number; y1: number;
+  /** Tesseract's estimate of the line's type height (ascender to descender), in pixels. */
+  size: number;
+}
+export interface OcrParagraph { lines: OcrLine[]; x0: number; y0: number; x1: number; y1: number }
+export interface OcrResult {
+  paragraphs: OcrParagraph[];
+  /** Mean word confidence, 0–100. */
+  confidence: number;
+}
+
+/** Recognises the text in one encoded image (PNG, JPEG…). Honours `signal` by killing the worker. */
+export async function recognize(image: Buffer, signal?: AbortSignal): Promise<OcrResult> {
+  signal?.throwIfAborted();
+  let worker: Tesseract.Worker;
+  try {
+    worker = await getWorker();
+  } catch (err) {
+    throw new ApiError('parser_unavailable', `OCR engine failed to start: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const stop = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ApiError('invalid_document', 'OCR of one image took too long.')), RECOGNIZE_TIMEOUT_MS);
+    onAbort = () => reject(signal?.reason ?? new Error('aborted'));
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    const job = worker.recognize(image, {}, { blocks: true, text: true });
+    const result = await Promise.race([job, stop]);
+    return toResult(result.data);
+  } catch (err) {
+    if (err instanceof ApiError || signal?.aborted) {
+      // the job may still be running inside the worker: replace the worker rather than wait
+      await terminateOcr();
+      throw err;
+    }
+    throw new ApiError('invalid_document', `OCR could not read the image: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+function toResult(page: Tesseract.Page): OcrResult {
+  const paragraphs: OcrParagraph[] = [];
+  let confSum = 0;
+  let words = 0;
+  for (const block of page.blocks ?? []) {
+    for (const para of block.paragraphs) {
+      const lines: OcrLine[] = [];
+      for (const line of para.lines) {
+        for (const w of line.words) { confSum += w.confidence; words++; }
+        const text = line.words.map((w) => w.text).join(' ').trim();
+        const size = line.rowAttributes?.rowHeight || line.bbox.y1 - line.bbox.y0;
+        if (text) lines.push({ text, x0: line.bbox.x0, y0: line.bbox.y0, x1: line.bbox.x1, y1: line.bbox.y1, size });
+      }
+      if (lines.length > 0) {
+        paragraphs.push({ lines, x0: para.bbox.x0, y0: para.bbox.y0, x1: para.bbox.x1, y1: para.bbox.y1 });
+      }
+    }
+  }
+  return { paragraphs, confidence: words > 0 ? confSum / words : 0 };
+}
+
+/** Joins wrapped lines: a trailing hyphen before a lower-case letter is a split word. */
+export function joinLines(lines: readonly string[]): string {
+  let out = '';
+  for (const raw of lines) {
+    const line = raw.trim();
+    if (!line) continue;
+    if (out === '') out = line;
+    else if (/[\p{L}]-$/u.test(out) && /^\p{Ll}/u.test(line)) out = out.slice(0, -1) + line;
+    else if (out.endsWith('\u00ad')) out = out.slice(0, -1) + line;
+    else out += ' ' + line;
+  }
+  return out;
+}
+
+function median(values: number[]): number {
+  if (values.length === 0) return 0;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+/** Escapes what would otherwise start Markdown structure at the beginning of a paragraph. */
+function escapeStart(text: string): string {
+  return escapeInline(text).replace(/^(#{1,6}\s|[-+>]\s|\d+[.)]\s)/, '\\$1');
+}
+
+/**
+ * Escapes plain text for Markdown, no more than needed so the text stays readable: `*`, `` ` ``
+ * and `\` always; `_` only at a word edge (GFM ignores intraword `_`); `]` only where it could
+ * close a link ("](", "][", "]:"); `<` only where it could open a tag or autolink.
+ */
+export function escapeInline(text: string): string {
+  return text
+    .replace(/[\\`*]/g, '\\$&')
+    .replace(/_/g, (m, at: number, s: string) =>
+      /[\p{L}\p{N}]/u.test(s[at - 1] ?? ' ') && /[\p{L}\p{N}]/u.test(s[at + 1] ?? ' ') ? m : '\\_')
+    .replace(/\](?=[([:])/g, '\\]')
+    .replace(/<(?=[\p{L}/!?])/gu, '\\<');
+}
+
+/** Bullets as tesseract tends to read them ("•" often comes back as "+", "«" or "©"). */
+const OCR_BULLET = /^[•·●▪■◦+*»«©°–-]\s+/;
+const OCR_NUMBER = /^(\d{1,3})[.)]\s+/;
+
+/**
+ * Markdown from an OCR result, following tesseract's paragraphs. A paragraph is also split
+ * where a blank gap or a clear change of type size separates two of its lines (tesseract
+ * sometimes lumps a heading with its text). Short paragraphs in clearly larger type become
+ * headings (# at 1.7× the usual height, else ##); lines starting with a bullet or a number
+ * become list items.
+ */
+export function ocrMarkdown(result: OcrResult): string {
+  const typical = median(result.paragraphs.flatMap((p) => p.lines.map((l) => l.size))) || 1;
+  const blocks: string[] = [];
+  let listOpen: 'bullet' | 'number' | null = null;
+  const emit = (group: OcrLine[]): void => {
+    if (group.length === 0) return;
+    const text = joinLines(group.map((l) => l.text));
+    const ratio = median(group.map((l) => l.size)) / typical;
+    const bullet = OCR_BULLET.exec(text);
+    const number = OCR_NUMBER.exec(text);
+    let md: string;
+    let item: 'bullet' | 'number' | null = null;
+    if (ratio >= 1.25 && group.length <= 2 && text.length <= 120) md = `${ratio >= 1.7 ? '#' : '##'} ${escapeStart(text)}`;
+    else if (bullet) { md = `- ${escapeStart(text.slice(bullet[0].length))}`; item = 'bullet'; }
+    else if (number) { md = `${number[1]}. ${escapeStart(text.slice(number[0].length))}`; item = 'number'; }
+    else md = escapeStart(text);
+    if (item && listOpen === item) blocks[blocks.length - 1] += `\n${md}`;
+    else blocks.push(md);
+    listOpen = item;
+  };
+  for (const para of result.paragraphs) {
+    let group: OcrLine[] = [];
+    for (const line of para.lines) {
+      const prev = group[group.length - 1];
+      const sizeChange = prev !== undefined && Math.max(line.size, prev.size) > Math.min(line.size, prev.size) * 1.2;
+      const gap = prev !== undefined && line.y0 - prev.y1 > typical * 1.2;
+      const startsItem = OCR_BULLET.test(line.text) || OCR_NUMBER.test(line.text);
+      if (prev && (sizeChange || gap || startsItem)) { emit(group); group = []; }
+      group.push(line);
+    }
+    emit(group);
+  }
+  return blocks.filter((b) => b.trim() !== '').join('\n\n');
+}

@@ -1,0 +1,89 @@
+// The shared OCR worker: its language data comes from node_modules (proved by running it in a
+// child process where every network call throws), and its results become Markdown paragraphs.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import t from 'tap';
+import { ocrMarkdown, ocrWorkerOptions, recognize, terminateOcr, type OcrLine } from '../../src/converters/shared/ocr.js';
+import { renderTextPng } from '../fixtures/build/pdf.js';
+
+const repo = path.resolve(import.meta.dirname, '../..');
+
+t.teardown(terminateOcr);
+
+t.test('the worker reads its model from node_modules and caches nothing', async (t) => {
+  const opts = ocrWorkerOptions();
+  t.ok(path.isAbsolute(opts.langPath!), 'langPath is a local absolute path, not a URL');
+  t.match(opts.langPath!, /node_modules[/\\]@tesseract\.js-data[/\\]eng[/\\]/);
+  t.ok(existsSync(path.join(opts.langPath!, 'eng.traineddata.gz')), 'the gzip model the worker asks for is there');
+  t.equal(opts.gzip, true);
+  t.equal(opts.cacheMethod, 'none');
+});
+
+t.test('OCR starts and reads text with every network call failing', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-ocr-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(path.join(dir, 'line.png'), await renderTextPng(['Offline recognition works fine.'], { fontSize: 18 }));
+  // Preloaded in the process and in every worker thread (tesseract runs in one): any attempt to
+  // reach the network is reported on stderr and fails.
+  const blocker = path.join(dir, 'block-network.mjs');
+  writeFileSync(blocker, `
+import net from 'node:net'; import dns from 'node:dns'; import http from 'node:http'; import https from 'node:https';
+import { writeSync } from 'node:fs'; import { threadId } from 'node:worker_threads';
+const deny = (what) => () => { writeSync(2, 'NETWORK ATTEMPT ' + what + '\\n'); throw new Error('network is unreachable in this test'); };
+globalThis.fetch = async () => deny('fetch')();
+net.Socket.prototype.connect = deny('net.connect');
+net.connect = net.createConnection = deny('net.createConnection');
+dns.lookup = deny('dns.lookup');
+http.request = http.get = deny('http.request');
+https.request = https.get = deny('https.request');
+writeSync(2, 'BLOCKER LOADED IN THREAD ' + threadId + '\\n');
+`);
+  const child = path.join(dir, 'child.mts');
+  writeFileSync(child, `
+import { recognize, ocrMarkdown, terminateOcr } from ${JSON.stringify(pathToFileURL(path.join(repo, 'src/converters/shared/ocr.ts')).href)};
+import { readFileSync } from 'node:fs';
+const result = await recognize(readFileSync(${JSON.stringify(path.join(dir, 'line.png'))}));
+process.stdout.write(JSON.stringify({ markdown: ocrMarkdown(result) }));
+await terminateOcr();
+`);
+  const run = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), '--import', pathToFileURL(blocker).href, child], {
+    cwd: dir, encoding: 'utf8', timeout: 50_000,
+    env: { ...process.env, HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9' },
+  });
+  t.equal(run.status, 0, `the child exits by itself after terminateOcr (stderr: ${run.stderr.slice(-500)})`);
+  t.notMatch(run.stderr, /NETWORK ATTEMPT/, 'nothing tried the network');
+  t.match(run.stderr, /BLOCKER LOADED IN THREAD [1-9]/, 'the blocker was active inside the tesseract worker thread too');
+  t.match(JSON.parse(run.stdout || '{}').markdown ?? '', /Offline recognition works fine/);
+  t.notOk(existsSync(path.join(dir, 'eng.traineddata')), 'no model copy was written to the working directory');
+});
+
+t.test('recognize refuses to start when the signal is already aborted', async (t) => {
+  const ac = new AbortController();
+  ac.abort(new Error('client went away'));
+  await t.rejects(recognize(Buffer.from('not even an image'), ac.signal), /client went away/);
+});
+
+const line = (text: string, y: number, size = 30): OcrLine => ({ text, x0: 100, y0: y, x1: 900, y1: y + size, size });
+
+t.test('OCR lines become paragraphs, headings and lists by layout', async (t) => {
+  const md = ocrMarkdown({
+    confidence: 90,
+    paragraphs: [
+      { x0: 100, y0: 100, x1: 900, y1: 170, lines: [line('Annual Summary', 100, 64)] },
+      {
+        x0: 100, y0: 200, x1: 900, y1: 300,
+        lines: [line('The committee met twice and discussed the budg-', 200), line('et for next year in detail.', 235), line('A second paragraph follows the gap.', 330)],
+      },
+      { x0: 100, y0: 400, x1: 900, y1: 470, lines: [line('+ first point', 400), line('+ second point', 435)] },
+    ],
+  });
+  t.equal(md, [
+    '# Annual Summary',
+    'The committee met twice and discussed the budget for next year in detail.',
+    'A second paragraph follows the gap.',
+    '- first point\n- second point',
+  ].join('\n\n'));
+});
