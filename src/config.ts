@@ -6,6 +6,8 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl?: string;
+  /** Postgres schema for docpipe's tables (default: the search_path's, usually public). */
+  databaseSchema?: string;
   redisUrl?: string;
   poolThreads: number;
   syncWaitDefaultS: number;
@@ -35,6 +37,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || '0.0.0.0',
     dataDir: env.DATA_DIR || './data',
     databaseUrl: env.DATABASE_URL || undefined,
+    databaseSchema: env.DATABASE_SCHEMA || undefined,
     redisUrl: env.REDIS_URL || undefined,
     poolThreads: int(env, 'POOL_THREADS', cores),
     syncWaitDefaultS: Math.min(60, int(env, 'SYNC_WAIT_DEFAULT_S', 10)),

@@ -8,7 +8,7 @@ import { ensureDevAccount } from './cli/dev-account.js';
 
 const config = loadConfig();
 const log = createLogger(config.logLevel);
-const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+const db = await openDb({ databaseUrl: config.databaseUrl, schema: config.databaseSchema, dataDir: config.dataDir });
 if (db.embedded) {
   const dev = await ensureDevAccount(db.sql);
   if (dev) {

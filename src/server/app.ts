@@ -63,7 +63,7 @@ const NOT_YET: Array<[string, string]> = [
 export async function startApp(config: Config, opts: StartOptions = {}): Promise<RunningApp> {
   const uws = loadUws();
   const log = opts.log ?? createLogger(config.logLevel);
-  const db = opts.db ?? await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: opts.schema });
+  const db = opts.db ?? await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: opts.schema ?? config.databaseSchema });
   const blobs = new Blobs(config.dataDir);
   const executor = opts.executor ?? new InlineExecutor({
     tmpDir: blobs.tmpDir, allowPrivateNetwork: config.allowPrivateNetwork, ai: config.ai,

@@ -214,6 +214,8 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
       writers.push(out);
       stream.on('data', (d: Buffer) => { file.bytes += d.length; });
       stream.on('limit', () => fail(tooLarge(limits.maxBytes)));
+      // Destroying the parser (client gone, limit hit) errors its file streams: already handled.
+      stream.on('error', (e) => fail(new ApiError('invalid_request', `Bad multipart body: ${e.message}`)));
       out.on('error', (e) => fail(e));
       out.on('finish', () => { pendingWrites--; maybeDone(); });
       stream.pipe(out);

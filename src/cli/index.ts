@@ -1,0 +1,118 @@
+// The docpipe command line. Admin commands work against the same store as the server: the
+// Postgres of DATABASE_URL, or the embedded database under DATA_DIR (stop an embedded server
+// first: PGlite takes one process at a time).
+import { loadConfig } from '../config.js';
+import { openDb, type Db } from '../store/db.js';
+import {
+  createAccount, createKey, listAccounts, revokeKey, updateAccount, PLANS, SCOPES, type Plan, type Scope, type Subscription,
+} from '../store/accounts.js';
+import { parseArgs, need, UsageError, type Parsed } from './args.js';
+
+const USAGE = `Usage: docpipe <command>
+
+Admin (DATABASE_URL, or the embedded store under DATA_DIR):
+  accounts create --name NAME --plan lite|pro|max|free [--key] [--scopes read,convert,...]
+  accounts list
+  accounts set --account ID [--plan PLAN] [--subscription active|canceled|past_due]
+  keys create --account ID [--scopes read,convert,uploads,webhooks]
+  keys revoke --key-id ID
+`;
+
+type Out = (line: string) => void;
+
+async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const db = await openDb({ databaseUrl: config.databaseUrl, schema: config.databaseSchema, dataDir: config.dataDir, max: 2 });
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+function scopesOf(p: Parsed): Scope[] {
+  const raw = p.flags.scopes;
+  if (raw === undefined || raw === true) return [...SCOPES];
+  const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const s of list) if (!SCOPES.includes(s as Scope)) throw new UsageError(`unknown scope "${s}" (scopes: ${SCOPES.join(', ')})`);
+  return list as Scope[];
+}
+
+function planOf(v: string): Plan {
+  if (!PLANS.includes(v as Plan)) throw new UsageError(`unknown plan "${v}" (plans: ${PLANS.join(', ')})`);
+  return v as Plan;
+}
+
+export async function admin(p: Parsed, out: Out): Promise<void> {
+  const [noun, verb] = p.words;
+  const cmd = `${noun ?? ''} ${verb ?? ''}`.trim();
+  switch (cmd) {
+    case 'accounts create': {
+      const plan = planOf(need(p, 'plan'));
+      const name = typeof p.flags.name === 'string' ? p.flags.name : 'account';
+      await withDb(async (db) => {
+        const a = await createAccount(db.sql, { name, plan });
+        out(`account ${a.id} plan=${a.plan}`);
+        if (p.flags.key) {
+          const k = await createKey(db.sql, a.id, scopesOf(p));
+          out(`key ${k.id} ${k.key}`);
+        }
+      });
+      return;
+    }
+    case 'accounts list':
+      await withDb(async (db) => {
+        for (const a of await listAccounts(db.sql)) out(`${a.id}\t${a.plan}\t${a.subscription}\t${a.name}`);
+      });
+      return;
+    case 'accounts set': {
+      const id = need(p, 'account');
+      const plan = typeof p.flags.plan === 'string' ? planOf(p.flags.plan) : undefined;
+      const sub = typeof p.flags.subscription === 'string' ? p.flags.subscription as Subscription : undefined;
+      if (sub && !['active', 'canceled', 'past_due'].includes(sub)) throw new UsageError(`unknown subscription state "${sub}"`);
+      const ok = await withDb((db) => updateAccount(db.sql, id, { plan, subscription: sub }));
+      if (!ok) throw new UsageError(`no account ${id}`);
+      out(`account ${id} updated`);
+      return;
+    }
+    case 'keys create': {
+      const id = need(p, 'account');
+      const scopes = scopesOf(p);
+      const k = await withDb((db) => createKey(db.sql, id, scopes).catch((e: Error) => {
+        throw /foreign key/.test(e.message) ? new UsageError(`no account ${id}`) : e;
+      }));
+      out(`key ${k.id} ${k.key}`);
+      out(`scopes ${scopes.join(',')} (the key is shown only now)`);
+      return;
+    }
+    case 'keys revoke': {
+      const id = need(p, 'key-id');
+      const ok = await withDb((db) => revokeKey(db.sql, id));
+      if (!ok) throw new UsageError(`no active key ${id}`);
+      out(`key ${id} revoked`);
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command "${p.words.join(' ')}"`);
+  }
+}
+
+export async function main(argv: string[], out: Out = (l) => console.log(l), err: Out = (l) => console.error(l)): Promise<number> {
+  const p = parseArgs(argv);
+  if (p.words.length === 0 || p.flags.help) {
+    out(USAGE);
+    return p.words.length === 0 && !p.flags.help ? 2 : 0;
+  }
+  try {
+    await admin(p, out);
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      err(`docpipe: ${e.message}`);
+      err(USAGE);
+      return 2;
+    }
+    err(`docpipe: ${(e as Error).message}`);
+    return 1;
+  }
+}
