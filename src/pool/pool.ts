@@ -1,0 +1,182 @@
+// docpipe's worker pool (DESIGN.md §1): an Executor that runs each conversion on a piscina
+// thread. Threads receive the task (a path, never the document's bytes) and load worker.ts once
+// each. Every task has a wall-clock limit counted from the moment a thread picks it up, and every
+// thread a heap limit; a task over either, or whose caller aborts, has its thread terminated
+// (a busy loop cannot see an AbortSignal) and piscina starts a replacement.
+// The server answers 202 `capacity` when `saturated()` at submit.
+import os from 'node:os';
+import path from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { ApiError, ERRORS, type ErrorCode } from '../errors.js';
+import type { RunResult } from '../converters/registry.js';
+import type { Executor, ExecutorSettings, Task } from '../jobs/executor.js';
+import type { PortMessage, SerializedError, WorkerReply, WorkerRequest } from './worker.js';
+
+export interface PoolOptions {
+  /** POOL_THREADS; default: os.availableParallelism(). */
+  threads?: number;
+  /** Wall-clock limit of one task once it runs; default 120 s. */
+  taskTimeoutMs?: number;
+  /** Each thread's V8 old-generation heap limit; default 1024 MB. Buffers and WASM memory
+   *  live outside it. */
+  heapMb?: number;
+  /** Queue length at which `saturated()` turns true; default threads × 4. */
+  highWaterMark?: number;
+  /** TEST ONLY: honour `testModule` in tasks (see worker.ts). */
+  allowTestModules?: boolean;
+  /** Errors piscina reports outside any task (a thread failing to start); default: stderr. */
+  onError?: (err: Error) => void;
+}
+
+/** TEST ONLY: a Task that names a module to run instead of the registry's converter. */
+export interface PoolTask extends Task {
+  testModule?: string;
+}
+
+// When this file runs from source under tsx, the thread must go through the tsx bootstrap.
+const WORKER_FILE = import.meta.url.endsWith('.ts')
+  ? new URL('./worker-tsx.mjs', import.meta.url)
+  : new URL('./worker.js', import.meta.url);
+
+export class PoolExecutor implements Executor {
+  readonly threads: number;
+  readonly taskTimeoutMs: number;
+  readonly heapMb: number;
+  readonly highWaterMark: number;
+  private readonly pool: Piscina<WorkerRequest, WorkerReply>;
+  private readonly allowTestModules: boolean;
+  private running = 0;
+  private closing: Promise<void> | undefined;
+
+  constructor(private settings: ExecutorSettings, opts: PoolOptions = {}) {
+    this.threads = Math.max(1, opts.threads ?? os.availableParallelism());
+    this.taskTimeoutMs = opts.taskTimeoutMs ?? 120_000;
+    this.heapMb = opts.heapMb ?? 1024;
+    this.highWaterMark = opts.highWaterMark ?? this.threads * 4;
+    this.allowTestModules = opts.allowTestModules === true;
+    this.pool = new Piscina<WorkerRequest, WorkerReply>({
+      filename: WORKER_FILE.href,
+      // A fixed set of threads: a terminated one is replaced at once, none idles out.
+      minThreads: this.threads,
+      maxThreads: this.threads,
+      // One task per thread: terminating a thread must not take other tasks with it.
+      concurrentTasksPerWorker: 1,
+      // Between tasks the sync Atomics wait would freeze a thread's own async work (the
+      // tesseract worker's messages); the saving is nothing next to a conversion.
+      atomics: 'disabled',
+      resourceLimits: { maxOldGenerationSizeMb: this.heapMb },
+      workerData: { allowTestModules: this.allowTestModules },
+    });
+    // Without a listener piscina's 'error' event would take the process down.
+    this.pool.on('error', opts.onError ?? ((err: Error) => console.error('docpipe pool:', err)));
+  }
+
+  async run(task: PoolTask, signal: AbortSignal, onProgress: (done: number, total: number) => void = () => {}): Promise<RunResult> {
+    if (task.testModule !== undefined && !this.allowTestModules) {
+      throw new Error('This pool does not load test modules.');
+    }
+    if (signal.aborted) throw cancelled();
+    const taskDir = await mkdtemp(path.join(this.settings.tmpDir, 'pool_'));
+    const { port1, port2 } = new MessageChannel();
+    const stop = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    let started = false;
+    let ended!: () => void;
+    const endSeen = new Promise<void>((resolve) => { ended = resolve; });
+    port1.on('message', (m: PortMessage) => {
+      if (m.type === 'start') {
+        started = true;
+        this.running++;
+        timer = setTimeout(() => { timedOut = true; stop.abort(); }, this.taskTimeoutMs);
+      } else if (m.type === 'progress') {
+        onProgress(m.done, m.total);
+      } else {
+        ended();
+      }
+    });
+    port1.on('close', () => ended());
+    const onAbort = (): void => stop.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const request: WorkerRequest = {
+        task: stripTestModule(task), settings: { ...this.settings, tmpDir: taskDir }, port: port2, testModule: task.testModule,
+      };
+      let reply: WorkerReply;
+      try {
+        reply = await this.pool.run(request, { transferList: [port2], signal: stop.signal });
+      } catch (err) {
+        throw this.failure(err, timedOut, signal.aborted);
+      }
+      await endSeen;
+      if (!reply.ok) throw revive(reply.error);
+      return reply.result;
+    } finally {
+      clearTimeout(timer);
+      if (started) this.running--;
+      signal.removeEventListener('abort', onAbort);
+      port1.close();
+      await rm(taskDir, { recursive: true, force: true });
+    }
+  }
+
+  /** Tasks waiting for a thread. */
+  queued(): number {
+    return this.pool.queueSize;
+  }
+
+  /** Threads running a task now. */
+  busy(): number {
+    return this.running;
+  }
+
+  /** Busy threads as a share of all threads, 0–1. */
+  utilisation(): number {
+    return this.running / this.threads;
+  }
+
+  /** True when the queue has reached its high-water mark. */
+  saturated(): boolean {
+    return this.queued() >= this.highWaterMark;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.pool.destroy();
+    return this.closing;
+  }
+
+  private failure(err: unknown, timedOut: boolean, callerAborted: boolean): Error {
+    if (timedOut) {
+      return new ApiError('invalid_document', `The conversion took longer than ${+(this.taskTimeoutMs / 1000).toFixed(3)} s`);
+    }
+    if (callerAborted) return cancelled();
+    const e = err as { code?: string; message?: string };
+    if (e.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      return new ApiError('invalid_document', `The conversion ran out of memory (heap limit ${this.heapMb} MB)`);
+    }
+    if (/^worker exited with code/.test(e.message ?? '')) {
+      return new ApiError('invalid_document', `The conversion stopped unexpectedly (${e.message})`);
+    }
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+function cancelled(): ApiError {
+  return new ApiError('invalid_document', 'The conversion was cancelled.');
+}
+
+function stripTestModule(task: PoolTask): Task {
+  const { testModule: _, ...rest } = task;
+  return rest;
+}
+
+/** The error the thread threw, as the same class with the same code. */
+function revive(e: SerializedError): Error {
+  const err = e.code !== undefined && e.code in ERRORS
+    ? new ApiError(e.code as ErrorCode, e.message, e.headers)
+    : Object.assign(new Error(e.message), { name: e.name });
+  if (e.stack) err.stack = e.stack;
+  return err;
+}

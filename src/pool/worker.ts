@@ -1,0 +1,81 @@
+// The pool thread's entry (STYLE.md "Worker files"). piscina loads this module once per thread and
+// calls its default export for every task, so module-scope state (the registry's loaded
+// converters and their per-thread caches: mupdf, the tesseract worker) is set up once per thread.
+// Under tsx the thread reaches this file through worker-tsx.mjs.
+//
+// Contract with pool.ts:
+// - the request names the source by path; the thread reads the file itself;
+// - `port` carries {type:'start'} first, then progress, then {type:'end'} before the reply, so
+//   every progress message is delivered before the task settles;
+// - failures come back as a reply, not a throw: structured clone would drop ApiError's code;
+// - cancellation and the time limit terminate the thread (pool.ts), so the signal handed to the
+//   converters here never fires.
+import { threadId, workerData, type MessagePort } from 'node:worker_threads';
+import { pathToFileURL } from 'node:url';
+import { ApiError } from '../errors.js';
+import { peekFile, type RunResult } from '../converters/registry.js';
+import { runTask, type ExecutorSettings, type Task } from '../jobs/executor.js';
+
+export interface WorkerRequest {
+  task: Task;
+  /** `tmpDir` is a directory the pool made for this task alone and removes after it. */
+  settings: ExecutorSettings;
+  port: MessagePort;
+  /** TEST ONLY: a module whose default export runs the task instead of the registry. Honoured
+   *  only in a pool built with `allowTestModules: true`. */
+  testModule?: string;
+}
+
+export type PortMessage =
+  | { type: 'start'; threadId: number }
+  | { type: 'progress'; done: number; total: number }
+  | { type: 'end' };
+
+export interface SerializedError {
+  name: string;
+  message: string;
+  stack?: string;
+  /** Set when the thread threw an ApiError. */
+  code?: string;
+  headers?: Record<string, string>;
+}
+
+export type WorkerReply = { ok: true; result: RunResult } | { ok: false; error: SerializedError };
+
+/** TEST ONLY: the shape of a module named by `testModule`. */
+export type TestRunner = (task: Task, ctx: { signal: AbortSignal; progress(done: number, total: number): void }) => Promise<RunResult>;
+
+const allowTestModules = (workerData as { allowTestModules?: boolean } | undefined)?.allowTestModules === true;
+const quietSignal = new AbortController().signal;
+
+function serialize(err: unknown): SerializedError {
+  if (err instanceof ApiError) {
+    return { name: err.name, message: err.message, stack: err.stack, code: err.code, headers: err.headers };
+  }
+  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
+  return { name: 'Error', message: String(err) };
+}
+
+async function runTestModule(file: string, task: Task, progress: (done: number, total: number) => void): Promise<RunResult> {
+  if (!allowTestModules) throw new Error('This pool does not load test modules.');
+  const run = (await import(pathToFileURL(file).href) as { default: TestRunner }).default;
+  return run(task, { signal: quietSignal, progress });
+}
+
+export default async function handle(req: WorkerRequest): Promise<WorkerReply> {
+  const { port, task } = req;
+  const post = (m: PortMessage): void => port.postMessage(m);
+  post({ type: 'start', threadId });
+  const progress = (done: number, total: number): void => post({ type: 'progress', done, total });
+  try {
+    const result = req.testModule
+      ? await runTestModule(req.testModule, task, progress)
+      : await runTask(task, await peekFile(task.path, task.name, task.mime), req.settings, quietSignal, progress);
+    return { ok: true, result };
+  } catch (err) {
+    return { ok: false, error: serialize(err) };
+  } finally {
+    post({ type: 'end' });
+    port.close();
+  }
+}

@@ -1,0 +1,183 @@
+// The worker pool: real conversions on threads, progress, failures confined to their task,
+// the time limit, the heap limit, cancellation, queue accounting, once-per-thread set-up, and
+// TypeScript loading in threads under both ways the project starts.
+import t from 'tap';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { ApiError } from '../../src/errors.js';
+import { PoolExecutor, type PoolTask } from '../../src/pool/pool.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-pool-'));
+const scratch = path.join(dir, 'scratch');
+mkdirSync(scratch);
+const settings = { tmpDir: scratch, allowPrivateNetwork: false };
+
+let n = 0;
+function doc(content: string): string {
+  const file = path.join(dir, `doc-${++n}`);
+  writeFileSync(file, content);
+  return file;
+}
+function stub(name: string, content = '{}'): PoolTask {
+  return { kind: 'text', path: doc(content), name: `${name}.json`, options: { formats: ['markdown'] }, testModule: path.join(here, 'fixtures', `${name}.ts`) };
+}
+const live = (): AbortSignal => new AbortController().signal;
+const who = (content: string): { threadId: number; evaluations: number } => JSON.parse(content);
+
+/** Threads boot slowly under tap (its loaders run in every thread too): run pairs of tasks until
+ *  two different threads answer at once, and return their ids. */
+async function bothThreads(): Promise<Set<number>> {
+  for (let i = 0; i < 50; i++) {
+    const pair = await Promise.all([0, 1].map(() => pool.run(stub('counter', '{"sleepMs":100}'), live())));
+    const ids = new Set(pair.map((r) => who(r.outputs[0]!.content).threadId));
+    if (ids.size === 2) return ids;
+  }
+  return new Set();
+}
+
+const pool = new PoolExecutor(settings, { threads: 2, taskTimeoutMs: 1500, highWaterMark: 2, allowTestModules: true });
+t.teardown(async () => {
+  await pool.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+t.test('a text file converts on a thread into every format asked for, with its progress', async (t) => {
+  const calls: Array<[number, number]> = [];
+  const file = doc('Hello *pool*\r\n\r\n\r\nSecond line\n');
+  const r = await pool.run({ kind: 'text', path: file, name: 'note.txt', options: { formats: ['markdown', 'text', 'html'] } },
+    live(), (done, total) => calls.push([done, total]));
+  t.same(r.outputs.map((o) => o.format), ['markdown', 'text', 'html']);
+  t.equal(r.outputs[0]!.content, 'Hello *pool*\n\nSecond line\n');
+  t.match(r.outputs[1]!.content, /Hello pool/);
+  t.notMatch(r.outputs[1]!.content, /\*/);
+  t.match(r.outputs[2]!.content, /<em>pool<\/em>/);
+  t.equal(r.pageCount, 1);
+  t.same(calls, [[1, 1]], 'the text converter\'s progress arrives before run() settles');
+});
+
+t.test('a Markdown file renders to HTML on a thread', async (t) => {
+  const r = await pool.run({ kind: 'markdown-html', path: doc('# Title\n\n- apple\n- pear\n'), name: 'a.md', options: { formats: ['html'] } }, live());
+  t.match(r.outputs[0]!.content, /<h1[^>]*>Title<\/h1>/);
+  t.match(r.outputs[0]!.content, /<li>pear<\/li>/);
+  t.notMatch(r.outputs[0]!.content, /# Title/);
+});
+
+t.test('progress reported in a thread reaches the caller in order', async (t) => {
+  const calls: Array<[number, number]> = [];
+  const r = await pool.run(stub('progress'), live(), (done, total) => calls.push([done, total]));
+  t.equal(r.outputs[0]!.content, 'done');
+  t.same(calls, [[1, 5], [2, 5], [3, 5], [4, 5], [5, 5]]);
+});
+
+t.test('a converter that throws fails only its own task, with its own error', async (t) => {
+  const [api, plain, fine] = await Promise.allSettled([
+    pool.run(stub('throws', 'api'), live()),
+    pool.run(stub('throws', 'plain'), live()),
+    pool.run(stub('counter'), live()),
+  ]);
+  t.equal(api.status, 'rejected');
+  const apiErr = (api as PromiseRejectedResult).reason as ApiError;
+  t.ok(apiErr instanceof ApiError, 'an ApiError stays an ApiError across the thread boundary');
+  t.equal(apiErr.code, 'input_format_mismatch');
+  t.equal(apiErr.message, 'The stub does not take this document.');
+  t.equal(plain.status, 'rejected');
+  const plainErr = (plain as PromiseRejectedResult).reason as Error;
+  t.notOk(plainErr instanceof ApiError);
+  t.equal(plainErr.name, 'TypeError');
+  t.equal(plainErr.message, 'The stub tripped over its own feet.');
+  t.equal(fine.status, 'fulfilled');
+});
+
+t.test('a task that busy-loops fails at the time limit and its thread is replaced', async (t) => {
+  let hungThread = 0;
+  const began = Date.now();
+  await t.rejects(pool.run(stub('hang'), live(), (_done, total) => { hungThread = total; }),
+    { name: 'ApiError', code: 'invalid_document', message: 'The conversion took longer than 1.5 s' });
+  t.ok(Date.now() - began >= 1500, 'not before the limit');
+  t.ok(hungThread > 0, 'the task did start on a thread');
+  const threads = await bothThreads();
+  t.equal(threads.size, 2, 'two threads serve again');
+  t.notOk(threads.has(hungThread), 'the hung thread is gone');
+  t.equal(pool.busy(), 0);
+});
+
+t.test('aborting the caller\'s signal cancels a running task', async (t) => {
+  const ac = new AbortController();
+  await t.rejects(pool.run(stub('hang'), ac.signal, () => ac.abort()),
+    { name: 'ApiError', code: 'invalid_document', message: 'The conversion was cancelled.' });
+  const r = await pool.run(stub('progress'), live());
+  t.equal(r.outputs[0]!.content, 'done', 'the pool keeps working');
+});
+
+t.test('queued() counts waiting tasks, saturated() turns on at the high-water mark', async (t) => {
+  t.equal((await bothThreads()).size, 2, 'both threads are up');
+  const slow = () => pool.run(stub('counter', '{"sleepMs":600}'), live());
+  const running = [slow(), slow()];
+  for (let i = 0; i < 100 && pool.busy() < 2; i++) await sleep(20);
+  t.equal(pool.busy(), 2);
+  t.equal(pool.utilisation(), 1);
+  t.equal(pool.queued(), 0);
+  t.notOk(pool.saturated());
+  const dropped = new AbortController();
+  const waiting = [slow(), pool.run(stub('counter'), dropped.signal)];
+  for (let i = 0; i < 100 && pool.queued() < 2; i++) await sleep(10); // run() makes a scratch directory first
+  t.equal(pool.queued(), 2);
+  t.ok(pool.saturated());
+  dropped.abort();
+  await t.rejects(waiting[1]!, { message: 'The conversion was cancelled.' }, 'a queued task can be dropped');
+  t.equal(pool.queued(), 1);
+  t.notOk(pool.saturated());
+  await Promise.all([...running, waiting[0]!]);
+  t.equal(pool.queued(), 0);
+  t.equal(pool.busy(), 0);
+});
+
+t.test('set-up runs once per thread, not once per task', async (t) => {
+  const results = await Promise.all(Array.from({ length: 8 }, () => pool.run(stub('counter', '{"sleepMs":50}'), live())));
+  const seen = results.map((r) => who(r.outputs[0]!.content));
+  t.same(seen.map((s) => s.evaluations), Array(8).fill(1), 'the module was evaluated once in each thread');
+  const threads = new Set(seen.map((s) => s.threadId));
+  t.ok(threads.size <= 2 && threads.size < seen.length, 'threads were reused across tasks');
+});
+
+t.test('a task that allocates without bound fails with the out-of-memory error and the pool keeps working', async (t) => {
+  const small = new PoolExecutor(settings, { threads: 1, heapMb: 64, allowTestModules: true });
+  t.teardown(() => small.close());
+  await t.rejects(small.run(stub('hog'), live()),
+    { name: 'ApiError', code: 'invalid_document', message: 'The conversion ran out of memory (heap limit 64 MB)' });
+  const r = await small.run({ kind: 'text', path: doc('still here\n'), name: 'a.txt', options: { formats: ['markdown'] } }, live());
+  t.equal(r.outputs[0]!.content, 'still here\n');
+});
+
+t.test('a pool refuses test modules unless it was built to allow them', async (t) => {
+  const strict = new PoolExecutor(settings, { threads: 1 });
+  t.teardown(() => strict.close());
+  await t.rejects(strict.run(stub('counter'), live()), { message: 'This pool does not load test modules.' });
+  const r = await strict.run({ kind: 'text', path: doc('plain\n'), name: 'a.txt', options: { formats: ['markdown'] } }, live());
+  t.equal(r.outputs[0]!.content, 'plain\n');
+});
+
+t.test('scratch directories are removed, also for tasks whose thread was terminated', async (t) => {
+  t.same(readdirSync(scratch), []);
+});
+
+t.test('threads load the TypeScript sources under the tsx CLI and under node --import=tsx', async (t) => {
+  const run = promisify(execFile);
+  const file = doc('from a child *process*\n');
+  const script = path.join(here, 'fixtures', 'run-once.ts');
+  for (const [cmd, args] of [
+    [path.join(root, 'node_modules', '.bin', 'tsx'), [script, file]],
+    [process.execPath, ['--import=tsx', script, file]],
+  ] as const) {
+    const { stdout } = await run(cmd, [...args], { cwd: root, timeout: 30_000 });
+    const result = JSON.parse(stdout.trim().split('\n').pop()!) as { outputs: Array<{ content: string }> };
+    t.equal(result.outputs[0]!.content, 'from a child *process*\n', path.basename(cmd));
+  }
+});
