@@ -1,0 +1,74 @@
+// Streams a raw request body (an upload part) into one file, hashing MD5 on the way. Never holds
+// the body: when the file's write buffer is full the socket is paused until the disk drains.
+// The file is removed on any failure and, through ctx.cleanups, when the request ends — a
+// caller keeps it by renaming it first.
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { ApiError } from '../errors.js';
+import type { Ctx } from '../server/respond.js';
+
+export interface WrittenFile {
+  path: string;
+  bytes: number;
+  /** Lower-case hex MD5 of the bytes. */
+  md5: string;
+}
+
+/** Bytes the write stream buffers before the socket is paused. */
+const WRITE_BUFFER = 4 * 1024 * 1024;
+
+/**
+ * Reads the body of `ctx` into `target`, refusing it past `limit` bytes with `tooLarge()` (also
+ * up front, from Content-Length). Storage errors become 503 conversion_unavailable.
+ */
+export function readToFile(ctx: Ctx, target: string, limit: number, tooLarge: () => ApiError): Promise<WrittenFile> {
+  const body = ctx.body;
+  if (!body) return Promise.reject(new ApiError('invalid_request', `${ctx.method} requests carry no body.`));
+  const declared = Number(ctx.headers['content-length'] ?? 'NaN');
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge());
+  mkdirSync(path.dirname(target), { recursive: true });
+
+  return new Promise((resolve, reject) => {
+    const out = createWriteStream(target, { highWaterMark: WRITE_BUFFER });
+    const hash = createHash('md5');
+    let total = 0;
+    let settled = false;
+    let waitingForDrain = false;
+
+    const fail = (err: unknown): void => {
+      if (settled) return;
+      settled = true;
+      out.destroy();
+      rm(target, { force: true }).catch(() => {});
+      reject(err);
+    };
+    ctx.cleanups.push(() => rm(target, { force: true }));
+    ctx.cleanups.push(() => fail(new ApiError('invalid_request', 'The client went away.')));
+    out.on('error', (e) => fail(new ApiError('conversion_unavailable', `Storage failed while writing the part: ${e.message}`)));
+    out.on('drain', () => {
+      waitingForDrain = false;
+      if (!settled) body.resume();
+    });
+    out.on('finish', () => {
+      if (settled) return;
+      settled = true;
+      resolve({ path: target, bytes: total, md5: hash.digest('hex') });
+    });
+
+    body.consume((chunk, isLast) => {
+      if (settled) return;
+      total += chunk.byteLength;
+      if (total > limit) return fail(tooLarge());
+      hash.update(chunk);
+      if (!out.write(chunk) && !isLast) {
+        waitingForDrain = true;
+        body.pause();
+      }
+      if (isLast) out.end();
+    });
+    // consume() resumes the socket after handing over what was held: re-pause if the disk is behind.
+    if (waitingForDrain && !settled) body.pause();
+  });
+}

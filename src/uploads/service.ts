@@ -1,0 +1,184 @@
+// Chunked uploads (DESIGN.md §6): create, receive parts, complete, show. Disk layout under the
+// blob store: parts at `<account>/<upl>.parts/<number>.<token>` (a re-sent part is a new file,
+// swapped in by its row), the assembled file at `<account>/<upl>.<token>`.
+//
+// Size rules at completion: the named parts must all have arrived with the given etags (else
+// 409 upload_not_completed); their total larger than the declared `bytes` or than the plan's
+// per-file size is 413 upload_too_large, smaller is 409 upload_not_completed.
+import { rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { ApiError } from '../errors.js';
+import type { Sql } from '../store/db.js';
+import type { Blobs } from '../store/blobs.js';
+import { newId } from '../store/ids.js';
+import type { Principal } from '../server/auth.js';
+import {
+  insertUpload, getUpload, listParts, wasExpired, recordPart, claimForCompletion, releaseClaim, markCompleted,
+  uploadJson, type UploadJson, type UploadRow,
+} from './store.js';
+import { bareEtag, concatFiles, multipartEtag, quoteEtag } from './assemble.js';
+
+const MiB = 1024 * 1024;
+export const DEFAULT_PART_SIZE = 64 * MiB;
+export const MIN_PART_SIZE = 5 * MiB;
+export const MAX_PARTS = 10_000;
+/** Uploads are kept 24 h from creation, and 24 h from completion once completed. */
+export const UPLOAD_TTL_MS = 24 * 60 * 60 * 1000;
+
+export interface UploadSettings {
+  /** The largest body a part may have (the edge cap, MAX_BODY_BYTES). */
+  maxPartBytes: number;
+  /** The plan's per-file size for a principal (planLimits + overrides). */
+  fileBytesOf(p: Principal): number;
+}
+
+/** part_size: 64 MiB, or less under a small edge cap, or more when 10,000 parts would not do. */
+export function partSizeFor(bytes: number, maxPartBytes: number): number {
+  const size = Math.max(Math.min(DEFAULT_PART_SIZE, maxPartBytes), MIN_PART_SIZE);
+  return Math.max(size, Math.ceil(bytes / MAX_PARTS));
+}
+
+export class UploadService {
+  constructor(private sql: Sql, private blobs: Blobs, private settings: UploadSettings) {}
+
+  async create(p: Principal, input: { bytes: number; name: string }): Promise<UploadJson> {
+    const limit = this.settings.fileBytesOf(p);
+    if (input.bytes > limit) {
+      throw new ApiError('upload_too_large', `${input.bytes} bytes is over the ${p.plan} plan's per-file size of ${limit} bytes.`);
+    }
+    const partSize = partSizeFor(input.bytes, this.settings.maxPartBytes);
+    const row = await insertUpload(this.sql, {
+      id: newId('upl'), accountId: p.accountId, name: input.name, bytes: input.bytes,
+      partSize, partCount: Math.ceil(input.bytes / partSize), ttlMs: UPLOAD_TTL_MS,
+    });
+    return uploadJson(row, []);
+  }
+
+  async show(p: Principal, id: string): Promise<UploadJson> {
+    const u = await this.live(p, id);
+    return uploadJson(u, await listParts(this.sql, u.id));
+  }
+
+  /** The upload, or the 404 / 410 a client gets for it. */
+  async live(p: Principal, id: string): Promise<UploadRow> {
+    const u = await getUpload(this.sql, p.accountId, id);
+    if (!u) {
+      if (await wasExpired(this.sql, p.accountId, id)) throw expired(id);
+      throw new ApiError('not_found', `No upload ${id}.`);
+    }
+    if (u.expired) throw expired(id);
+    return u;
+  }
+
+  /** Checks a part may be sent now, before its body is read. */
+  async beforePart(p: Principal, id: string): Promise<UploadRow> {
+    const u = await this.live(p, id);
+    refuseIfNotPending(u.id, u.status);
+    return u;
+  }
+
+  /** Where a part's body is received (a temp file, moved into place by recordPart). */
+  partTempPath(): string {
+    return path.join(this.blobs.tmpDir, `part_${randomBytes(12).toString('hex')}`);
+  }
+
+  /** Moves a received part into the store and swaps it in for any earlier copy. */
+  async recordPart(p: Principal, u: UploadRow, number: number, file: { path: string; bytes: number; md5: string }) {
+    const blob = `${u.account_id}/${u.id}.parts/${number}.${randomBytes(6).toString('hex')}`;
+    try {
+      await this.blobs.adopt(file.path, blob);
+    } catch (err) {
+      throw new ApiError('conversion_unavailable', `Storage failed while keeping part ${number}: ${(err as Error).message}`);
+    }
+    const etag = quoteEtag(file.md5);
+    const outcome = await recordPart(this.sql, p.accountId, u.id, { number, etag, bytes: file.bytes, blob })
+      .catch(async (err) => { await this.blobs.remove([blob]); throw err; });
+    if (!outcome.ok) {
+      await this.blobs.remove([blob]);
+      if (outcome.why === 'gone') {
+        throw (await wasExpired(this.sql, p.accountId, u.id)) ? expired(u.id) : new ApiError('not_found', `No upload ${u.id}.`);
+      }
+      if (outcome.why === 'expired') throw expired(u.id);
+      refuseIfNotPending(u.id, outcome.status!);
+    } else if (outcome.replaced) {
+      await this.blobs.remove([outcome.replaced]);
+    }
+    return { number, etag, bytes: file.bytes };
+  }
+
+  async complete(p: Principal, id: string, named: Array<{ number: number; etag: string }>): Promise<UploadJson> {
+    const before = await this.live(p, id);
+    if (before.status === 'completed') return this.show(p, id); // a retried complete
+    const u = await claimForCompletion(this.sql, p.accountId, id);
+    if (!u) {
+      const now = await this.live(p, id);
+      if (now.status === 'completed') return this.show(p, id);
+      throw new ApiError('upload_not_completed', `Upload ${id} is being completed by another request; GET it to see when it is done.`);
+    }
+    let assembled: string | undefined;
+    let kept: string | undefined;
+    try {
+      const parts = await this.checkParts(p, u, named);
+      assembled = path.join(this.blobs.tmpDir, `asm_${randomBytes(12).toString('hex')}`);
+      let size: number;
+      try {
+        size = await concatFiles(parts.map((x) => this.blobs.pathOf(x.blob)), assembled);
+      } catch (err) {
+        throw new ApiError('conversion_unavailable', `Storage failed while assembling the upload: ${(err as Error).message}`);
+      }
+      if (size !== u.bytes) {
+        throw new ApiError('conversion_unavailable', `The stored parts add up to ${size} bytes, not the ${u.bytes} recorded; send the parts again.`);
+      }
+      // Its own name per attempt: an attempt that lost its claim removes only what it wrote.
+      const blob = `${u.account_id}/${u.id}.${randomBytes(6).toString('hex')}`;
+      await this.blobs.adopt(assembled, blob).catch((err: Error) => {
+        throw new ApiError('conversion_unavailable', `Storage failed while keeping the upload: ${err.message}`);
+      });
+      kept = blob;
+      const done = await markCompleted(this.sql, u.id, {
+        blob, etag: multipartEtag(parts.map((x) => x.etag)), numbers: parts.map((x) => x.number), ttlMs: UPLOAD_TTL_MS,
+      });
+      if (!done) throw new ApiError('upload_not_completed', `Upload ${id} was taken over by another request; GET it to see its state.`);
+      kept = undefined;
+      await rm(this.blobs.pathOf(`${u.account_id}/${u.id}.parts`), { recursive: true, force: true }).catch(() => {});
+      return uploadJson(done, parts);
+    } catch (err) {
+      if (assembled) await rm(assembled, { force: true });
+      if (kept) await this.blobs.remove([kept]).catch(() => {});
+      await releaseClaim(this.sql, u.id).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** The named parts, in order, as received; or the 409 / 413 the list deserves. */
+  private async checkParts(p: Principal, u: UploadRow, named: Array<{ number: number; etag: string }>) {
+    const have = new Map((await listParts(this.sql, u.id)).map((x) => [x.number, x]));
+    const parts = [...named].sort((a, b) => a.number - b.number).map((n) => {
+      const got = have.get(n.number);
+      if (!got) throw new ApiError('upload_not_completed', `Part ${n.number} has not been received.`);
+      if (bareEtag(got.etag) !== bareEtag(n.etag)) {
+        throw new ApiError('upload_not_completed', `Part ${n.number} has etag ${got.etag}, not ${n.etag}: send it again.`);
+      }
+      return got;
+    });
+    const total = parts.reduce((a, x) => a + x.bytes, 0);
+    const limit = this.settings.fileBytesOf(p);
+    if (total > u.bytes) throw new ApiError('upload_too_large', `The parts add up to ${total} bytes, more than the ${u.bytes} declared.`);
+    if (total > limit) throw new ApiError('upload_too_large', `${total} bytes is over the ${p.plan} plan's per-file size of ${limit} bytes.`);
+    if (total < u.bytes) {
+      const missing = u.part_count > parts.length ? ` (${parts.length} of about ${u.part_count} parts named)` : '';
+      throw new ApiError('upload_not_completed', `The parts add up to ${total} bytes, less than the ${u.bytes} declared${missing}.`);
+    }
+    return parts;
+  }
+}
+
+function expired(id: string): ApiError {
+  return new ApiError('file_expired', `Upload ${id} has expired; uploads are kept 24 h.`);
+}
+
+function refuseIfNotPending(id: string, status: string): void {
+  if (status === 'completing') throw new ApiError('upload_not_completed', `Upload ${id} is being assembled; its parts can no longer change.`);
+  if (status === 'completed') throw new ApiError('invalid_request', `Upload ${id} is completed; its parts can no longer change.`);
+}
