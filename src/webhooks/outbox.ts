@@ -1,0 +1,67 @@
+// The webhook outbox. enqueueConversionEvent is called inside the transaction that makes a
+// conversion terminal (store/conversions.ts finishSource), so an event exists if and only if that
+// status change committed. It writes the event (its exact JSON body, built now: every retry sends
+// the same bytes) and one pending delivery per enabled endpoint of the account subscribed to the
+// event type; with no such endpoint it writes nothing. Dispatchers in this process are woken.
+import type { Sql } from '../store/db.js';
+import { newId } from '../store/ids.js';
+import type { ConversionRow, ConversionStatus } from '../store/conversions.js';
+import { conversionJson } from '../server/conversion-json.js';
+
+export const EVENT_TYPES = ['conversion.completed', 'conversion.failed'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+/** Sent only by POST /v1/webhooks/{id}/test, whatever the endpoint subscribes to. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+const TERMINAL: ReadonlySet<ConversionStatus> = new Set(['completed', 'completed_with_errors', 'failed']);
+
+export function isTerminal(status: ConversionStatus): boolean {
+  return TERMINAL.has(status);
+}
+
+/** completed_with_errors is reported as conversion.completed (DESIGN.md §7). */
+export function eventTypeOf(status: ConversionStatus): EventType {
+  return status === 'failed' ? 'conversion.failed' : 'conversion.completed';
+}
+
+export interface EventEnvelope {
+  id: string;
+  type: string;
+  created_at: string;
+  data: { object: unknown };
+}
+
+export function eventBody(id: string, type: string, createdAt: Date, object: unknown): string {
+  const envelope: EventEnvelope = { id, type, created_at: createdAt.toISOString(), data: { object } };
+  return JSON.stringify(envelope);
+}
+
+/** Returns the event id, or undefined when no endpoint wants it. */
+export async function enqueueConversionEvent(tx: Sql, conversionId: string): Promise<string | undefined> {
+  const [row] = await tx`select * from conversions where id = ${conversionId}`;
+  const conv = row as ConversionRow | undefined;
+  if (!conv || !isTerminal(conv.status)) return undefined;
+  const type = eventTypeOf(conv.status);
+  const endpoints = await tx`select id from webhook_endpoints
+    where account_id = ${conv.account_id} and status = 'enabled' and ${type} = any(event_types)`;
+  if (endpoints.length === 0) return undefined;
+  const id = newId('evt');
+  const createdAt = new Date();
+  const body = eventBody(id, type, createdAt, await conversionJson(tx, conv, { withContent: false }));
+  await tx`insert into webhook_events (id, account_id, type, conversion_id, body, created_at)
+           values (${id}, ${conv.account_id}, ${type}, ${conv.id}, ${body}, ${createdAt})`;
+  const ids = endpoints.map((e) => e.id as string);
+  await tx`insert into webhook_deliveries (endpoint_id, event_id, next_attempt_at)
+           select e.id, ${id}, now() from webhook_endpoints e where e.id = any(${tx.array(ids)})`;
+  // The transaction has not committed yet: a woken dispatcher re-checks a few times (dispatcher.ts).
+  for (const wake of wakers) wake();
+  return id;
+}
+
+const wakers = new Set<() => void>();
+
+/** Calls `fn` whenever this process enqueues an event; returns the unsubscribe function. */
+export function onEnqueue(fn: () => void): () => void {
+  wakers.add(fn);
+  return () => wakers.delete(fn);
+}
