@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+# docpipe's image. Three stages on Node 20 / Debian bookworm:
+# - build: every dependency, and the type check as a gate (the image is not built from code
+#   that does not type-check);
+# - prod-deps: production dependencies only (`npm ci --omit=dev`);
+# - runtime: those node_modules plus the sources. The server runs its TypeScript through tsx,
+#   a production dependency, exactly as `npm start` does: nothing is compiled, so the SQL
+#   migrations and Lua scripts are read from src/ where they live.
+# Data (embedded database, blobs, bodies being received) lives in the /data volume.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY bin ./bin
+COPY scripts ./scripts
+COPY src ./src
+COPY test ./test
+RUN npm run typecheck
+
+FROM node:20-bookworm-slim AS prod-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    PORT=8080 \
+    HOST=0.0.0.0 \
+    DATA_DIR=/data \
+    LOG_PRETTY=0
+WORKDIR /app
+COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/bin ./bin
+COPY --from=build /app/src ./src
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME ["/data"]
+EXPOSE 8080
+HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+STOPSIGNAL SIGTERM
+# Exec form: node is the process that receives SIGTERM (src/main.ts shuts down gracefully).
+CMD ["node", "--import=tsx", "src/main.ts"]
