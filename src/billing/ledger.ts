@@ -1,0 +1,124 @@
+// The Postgres credit ledger: the truth behind the billing gate (gate.ts). Every grant,
+// reservation, charge and release is one row of `ledger` (migrations/0002_ledger.sql), and the
+// sum of an account's rows is its available balance: grants − charges − open reservations.
+//
+// Contract kept here for every money move: the ledger row is committed first, then the gate is
+// told (adjust / settle), as the gate requires. A reservation row is written by the caller inside
+// the conversion's insert transaction (recordReservation), after the gate reserved.
+// Settlement is exactly-once per conversion: the unique (conversion_id, kind) index lets one
+// release row exist, so a retried job, a DELETE and the finishing run can all call settle.
+import type { Sql } from '../store/db.js';
+import { RedisGate } from './redis-gate.js';
+import type { Gate, LedgerSnapshot } from './gate.js';
+
+/** The ledger's amount column is a Postgres integer. */
+export const MAX_GRANT = 2_147_483_647;
+
+export interface Settlement {
+  reserved: number;
+  charged: number;
+  /** False when an earlier settle had already written the rows (this one only re-told the gate). */
+  first: boolean;
+}
+
+/** Balance and open reservations, read in one statement so both come from one snapshot. */
+export async function readLedger(sql: Sql, accountId: string): Promise<LedgerSnapshot> {
+  const [row] = await sql`
+    with l as (select conversion_id, kind, amount from ledger where account_id = ${accountId})
+    select coalesce((select sum(amount) from l), 0)::text as balance,
+      coalesce((select json_agg(json_build_object('c', r.conversion_id, 'n', -r.amount))
+                from l r where r.kind = 'reserve'
+                  and not exists (select 1 from l x where x.conversion_id = r.conversion_id and x.kind = 'release')),
+               '[]'::json) as open`;
+  const open = row!.open as Array<{ c: string; n: number }>;
+  return { balance: Number(row!.balance), reservations: open.map((r) => ({ conversionId: r.c, credits: r.n })) };
+}
+
+/** Writes the reserve row of a conversion; call it inside the transaction that inserts it. */
+export async function recordReservation(tx: Sql, accountId: string, conversionId: string, credits: number): Promise<void> {
+  await tx`insert into ledger (account_id, conversion_id, kind, amount)
+           values (${accountId}, ${conversionId}, 'reserve', ${-credits})`;
+}
+
+function checkGrant(amount: number): void {
+  if (!Number.isSafeInteger(amount) || amount < 1 || amount > MAX_GRANT) {
+    throw new TypeError(`a grant must be an integer from 1 to ${MAX_GRANT}, got ${amount}`);
+  }
+}
+
+async function writeGrant(sql: Sql, accountId: string, amount: number, note: string): Promise<void> {
+  checkGrant(amount);
+  await sql`insert into ledger (account_id, kind, amount, note) values (${accountId}, 'grant', ${amount}, ${note})`;
+}
+
+/**
+ * For the admin CLI: grants credits to an account from outside the server. The ledger row is
+ * what counts; a server whose gate does not hold the account reads it at its next rebuild. With a
+ * Redis URL, an account the shared gate holds is adjusted at once. A server on the in-process
+ * gate (embedded mode, no Redis) only sees the grant after a restart.
+ */
+export async function grantCredits(sql: Sql, accountId: string, amount: number, note: string,
+  redis?: { url: string; prefix?: string }): Promise<{ adjusted: boolean }> {
+  await writeGrant(sql, accountId, amount, note);
+  if (!redis) return { adjusted: false };
+  const gate = new RedisGate({ redis: redis.url, prefix: redis.prefix ?? 'dp:' });
+  try {
+    return { adjusted: (await gate.adjust(accountId, amount)).applied };
+  } finally {
+    await gate.close();
+  }
+}
+
+/** The ledger and the running server's gate, kept in step. */
+export class Ledger {
+  constructor(readonly sql: Sql, readonly gate: Gate) {}
+
+  /** For reserveWithRebuild. */
+  readonly readLedger = (accountId: string): Promise<LedgerSnapshot> => readLedger(this.sql, accountId);
+
+  async grant(accountId: string, amount: number, note: string): Promise<void> {
+    await writeGrant(this.sql, accountId, amount, note);
+    await this.gate.adjust(accountId, amount);
+  }
+
+  /** The available balance: the gate's copy, or the ledger's sum when the gate does not hold it. */
+  async balance(accountId: string): Promise<number> {
+    return (await this.gate.balance(accountId)) ?? (await readLedger(this.sql, accountId)).balance;
+  }
+
+  /**
+   * Ends a conversion's reservation: charges `charged` (clamped to the reservation), releases the
+   * rest. Undefined when the conversion never reserved (render kinds skip the gate). Safe to call
+   * any number of times and concurrently: only the first writes rows; every call re-tells the
+   * gate what the ledger says, so a settle interrupted between the two steps heals on the next.
+   */
+  async settle(accountId: string, conversionId: string, charged: number): Promise<Settlement | undefined> {
+    const s = await this.sql.begin(async (tx) => {
+      const [r] = await tx`select -amount as reserved from ledger
+                           where conversion_id = ${conversionId} and kind = 'reserve' and account_id = ${accountId}`;
+      if (!r) return undefined;
+      const reserved = Number(r.reserved);
+      // A concurrent settle of the same conversion waits here on the unique index, then skips.
+      const won = await tx`insert into ledger (account_id, conversion_id, kind, amount)
+                           values (${accountId}, ${conversionId}, 'release', ${reserved})
+                           on conflict do nothing returning id`;
+      if (won.length === 0) {
+        const [c] = await tx`select -amount as charged from ledger where conversion_id = ${conversionId} and kind = 'charge'`;
+        return { reserved, charged: c ? Number(c.charged) : 0, first: false };
+      }
+      const applied = Math.min(Math.max(0, Math.trunc(charged)), reserved);
+      if (applied > 0) {
+        await tx`insert into ledger (account_id, conversion_id, kind, amount)
+                 values (${accountId}, ${conversionId}, 'charge', ${-applied})`;
+      }
+      return { reserved, charged: applied, first: true };
+    });
+    if (!s) return undefined;
+    await this.gate.settle(accountId, conversionId, s.charged);
+    return s;
+  }
+
+  release(accountId: string, conversionId: string): Promise<Settlement | undefined> {
+    return this.settle(accountId, conversionId, 0);
+  }
+}
