@@ -1,5 +1,9 @@
 // The service's configuration, read once from environment variables (README lists each one).
 import os from 'node:os';
+import { PLANS, type Plan, type PlanLimits } from './billing/plans.js';
+
+/** Limits that replace a plan's defaults, e.g. {"lite": {"concurrency": 4}}. */
+export type PlanOverrides = Partial<Record<Plan, Partial<PlanLimits>>>;
 
 export interface Config {
   port: number;
@@ -9,6 +13,10 @@ export interface Config {
   /** Postgres schema for docpipe's tables (default: the search_path's, usually public). */
   databaseSchema?: string;
   redisUrl?: string;
+  /** Prepended to every Redis key of the billing gate (REDIS_PREFIX, default `dp:`). */
+  redisPrefix: string;
+  /** Per-plan limit changes over src/billing/plans.ts (PLAN_OVERRIDES, JSON). */
+  planOverrides: PlanOverrides;
   poolThreads: number;
   syncWaitDefaultS: number;
   logLevel: string;
@@ -18,6 +26,12 @@ export interface Config {
   maxBodyBytes: number;
   /** Largest JSON body; bigger documents go as multipart files. */
   maxJsonBytes: number;
+  /** Seconds between retention sweeps (SWEEP_INTERVAL_S, default 60; 0 turns the sweeper off). */
+  sweepIntervalS: number;
+  /** Multiplies every webhook retry delay (WEBHOOK_TIME_SCALE, default 1; tests use 0.001). */
+  webhookTimeScale: number;
+  /** Time allowed for one webhook try (WEBHOOK_TIMEOUT_MS, default 10000). */
+  webhookTimeoutMs: number;
 }
 
 const MB = 1000 * 1000;
@@ -39,6 +53,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     databaseSchema: env.DATABASE_SCHEMA || undefined,
     redisUrl: env.REDIS_URL || undefined,
+    redisPrefix: redisPrefix(env.REDIS_PREFIX),
+    planOverrides: planOverrides(env.PLAN_OVERRIDES),
     poolThreads: int(env, 'POOL_THREADS', cores),
     syncWaitDefaultS: Math.min(60, int(env, 'SYNC_WAIT_DEFAULT_S', 10)),
     logLevel: env.LOG_LEVEL || 'info',
@@ -48,5 +64,51 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : undefined,
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 100 * MB),
     maxJsonBytes: int(env, 'MAX_JSON_BYTES', 20 * MB),
+    sweepIntervalS: int(env, 'SWEEP_INTERVAL_S', 60),
+    webhookTimeScale: positive(env, 'WEBHOOK_TIME_SCALE', 1),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
   };
+}
+
+function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+function redisPrefix(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return 'dp:';
+  if (/[{}]/.test(raw)) throw new Error(`REDIS_PREFIX must not contain braces, got "${raw}"`);
+  return raw;
+}
+
+const LIMIT_NAMES: ReadonlyArray<keyof PlanLimits> = [
+  'fileBytes', 'pageCap', 'filesPerMonth', 'storageBytes', 'concurrency', 'requestsPerMinute',
+];
+
+/** PLAN_OVERRIDES: a JSON object of plan name -> { limit name: non-negative integer }. */
+export function planOverrides(raw: string | undefined): PlanOverrides {
+  if (raw === undefined || raw.trim() === '') return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    throw new Error('PLAN_OVERRIDES must be JSON, e.g. {"lite":{"concurrency":4}}');
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error('PLAN_OVERRIDES must be a JSON object');
+  const out: PlanOverrides = {};
+  for (const [plan, limits] of Object.entries(v as Record<string, unknown>)) {
+    if (!(PLANS as readonly string[]).includes(plan)) throw new Error(`PLAN_OVERRIDES: unknown plan "${plan}"`);
+    if (!limits || typeof limits !== 'object' || Array.isArray(limits)) throw new Error(`PLAN_OVERRIDES.${plan} must be an object`);
+    const set: Partial<PlanLimits> = {};
+    for (const [name, n] of Object.entries(limits as Record<string, unknown>)) {
+      if (!(LIMIT_NAMES as readonly string[]).includes(name)) throw new Error(`PLAN_OVERRIDES.${plan}: unknown limit "${name}"`);
+      if (!Number.isSafeInteger(n) || (n as number) < 0) throw new Error(`PLAN_OVERRIDES.${plan}.${name} must be a non-negative integer`);
+      set[name as keyof PlanLimits] = n as number;
+    }
+    out[plan as Plan] = set;
+  }
+  return out;
 }

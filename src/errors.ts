@@ -70,6 +70,10 @@ export const ERRORS = {
     status: 415, title: 'Input format mismatch', retryable: false,
     hint: 'Send the document to the endpoint of its kind (a PDF to /v1/convert/pdf, and so on).',
   },
+  range_not_satisfiable: {
+    status: 416, title: 'Range not satisfiable', retryable: false,
+    hint: 'Ask for a byte range that starts inside the file; Content-Range: bytes */<size> gives its size.',
+  },
   page_cap_exceeded: {
     status: 422, title: 'Page cap exceeded', retryable: false,
     hint: 'Convert fewer pages with the pages option, or upgrade the plan.',

@@ -1,9 +1,29 @@
-// The conversion lifecycle: accept a request (sniff, count, price, persist), run each source
-// on the executor, record outcomes, and answer inside the wait window or with 202.
+// The conversion lifecycle: admit a request (sniff, count, price, plan limits, idempotency,
+// reserve credits), persist it, run each source on the executor, record outcomes, settle the
+// credits, and answer inside the wait window or with 202.
+//
+// Billing decisions kept here:
+// - Markdown → HTML / text (render kinds) cost 0 and skip the gate entirely: no reservation, no
+//   concurrency slot, no ledger rows. The cheap path stays one database transaction; it is still
+//   rate limited (in the routes) and still checked against the plan's file limits.
+// - Every other submit makes ONE gate.reserve (credits + concurrency slot + the Redis idempotency
+//   claim). The reserve row goes into the ledger in the transaction that inserts the conversion;
+//   if that transaction fails, the gate reservation is released.
+// - Idempotency is also claimed in Postgres in that transaction (idempotency_keys), so that a
+//   lost Redis cannot create a second conversion: a conflict there is answered as a replay.
+// - A finished conversion is charged the credits of its completed sources (failed ones cost
+//   nothing); a conversion deleted before it settled is charged nothing.
 import { ApiError, fileProblem } from '../errors.js';
 import { sniff, peekFile, isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
 import type { ConverterKind, Count } from '../converters/types.js';
-import { priceSource } from '../billing/pricing.js';
+import { priceSource, type Fetched } from '../billing/pricing.js';
+import { Refusal, refusalError, reserveWithRebuild, type Gate, type IdempotencyClaim } from '../billing/gate.js';
+import { recordReservation, type Ledger } from '../billing/ledger.js';
+import type { Plan, PlanLimits } from '../billing/plans.js';
+import {
+  awaitClaim, checkFileSizes, checkPlanLimits, claimKey, countMonthlyFiles, findClaim, requestFingerprint,
+  IDEMPOTENCY_TTL_S,
+} from '../billing/admission.js';
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
@@ -26,12 +46,48 @@ export const RETENTION_MS = 24 * 60 * 60 * 1000;
 
 const EXT: Record<string, string> = { markdown: '.md', text: '.txt', html: '.html', pages: '.pages.json' };
 
+/** What a URL fetches is unknown until it is fetched, and the executor does not report it: a URL
+ *  is estimated, reserved and charged as the fetch plus the minimum price of a document. */
+const URL_ASSUMED_FETCH: Fetched = { kind: 'text', count: { pages: 1, units: 0 } };
+
+/** How long a replay waits for the first request with its key to commit its conversion. */
+const REPLAY_WAIT_MS = 5_000;
+
 export interface Accepted {
   conversionId: string;
-  /** Settles when every source has reached a terminal state. */
+  /** Settles when every source has reached a terminal state and the credits are settled. */
   done: Promise<void>;
   pdfPages: number;
   sources: number;
+}
+
+/** A submit either created a conversion or named the one its Idempotency-Key created. */
+export type Submitted =
+  | { kind: 'accepted'; accepted: Accepted }
+  | { kind: 'replay'; conversionId: string };
+
+/** Where the request came from, for the idempotency fingerprint. */
+export interface SubmitContext {
+  method: string;
+  path: string;
+  idempotencyKey?: string;
+}
+
+export interface Billing {
+  gate: Gate;
+  ledger: Ledger;
+  limits(plan: Plan): PlanLimits;
+  /** Failures that no request can be told about (a settle after the response). */
+  onError?(err: unknown, what: string): void;
+}
+
+export interface PlannedEstimate {
+  name: string;
+  mime: string;
+  bytes: number;
+  path: string;
+  count: Count;
+  credits: number;
 }
 
 interface PlannedSource {
@@ -44,14 +100,23 @@ interface PlannedSource {
   credits: number;
 }
 
+interface Idem {
+  endpoint: string;
+  key: string;
+  fingerprint: string;
+}
+
+/** Thrown inside the insert transaction to roll it back when another request holds the key. */
+class KeyTaken extends Error {}
+
 export class ConversionService {
   private inflight = new Map<string, AbortController>();
 
-  constructor(private sql: Sql, private blobs: Blobs, private executor: Executor) {}
+  constructor(private sql: Sql, private blobs: Blobs, private executor: Executor, private billing: Billing) {}
 
-  /** Sniffs and counts every staged source; 415 for a source that is not of the endpoint's kind. */
-  async plan(req: ConvertRequest): Promise<Array<{ name: string; mime: string; bytes: number; path: string; count: Count; credits: number }>> {
-    const out = [];
+  /** Sniffs, counts and prices every staged source; 415 for a source that is not of the endpoint's kind. */
+  async plan(req: ConvertRequest): Promise<PlannedEstimate[]> {
+    const out: PlannedEstimate[] = [];
     for (const s of req.sources) {
       const peek = await peekFile(s.path, s.name, s.mime);
       const conv = await sniff(req.kind, peek);
@@ -63,35 +128,111 @@ export class ConversionService {
         throw new ApiError('invalid_document', `"${s.name}" could not be read: ${(err as Error).message}`);
       }
       const mime = s.mime && s.mime !== 'application/octet-stream' ? s.mime : conv.mediaTypes[0]!;
-      out.push({ name: s.name, mime, bytes: s.bytes, path: s.path, count, credits: priceSource(req.kind, count, req.options) });
+      const credits = req.kind === 'url'
+        ? priceSource('url', count, req.options, URL_ASSUMED_FETCH)
+        : priceSource(req.kind, count, req.options);
+      out.push({ name: s.name, mime, bytes: s.bytes, path: s.path, count, credits });
     }
     return out;
   }
 
-  async accept(p: Principal, req: ConvertRequest): Promise<Accepted> {
+  /**
+   * Admits and starts a conversion: plan limits, then one gate reservation (with the idempotency
+   * claim), then the insert. On a replay nothing is created; the caller's staged files stay
+   * where they are (the request's clean-ups remove them).
+   */
+  async accept(p: Principal, req: ConvertRequest, from: SubmitContext): Promise<Submitted> {
     if (req.fileRefs.length || req.uploadRefs.length) {
       throw new ApiError('not_implemented', 'References to earlier files and uploads are not available in this build yet.');
     }
+    const limits = this.billing.limits(p.plan);
+    checkFileSizes(req.sources, limits);
     const planned = await this.plan(req);
-    const conversionId = newId('conv');
+    await checkPlanLimits(this.sql, p.accountId, limits,
+      planned.map((s) => ({ name: s.name, bytes: s.bytes, pages: s.count.pages })), req.store);
+
+    const endpoint = ENDPOINTS[req.kind];
+    const idem: Idem | undefined = from.idempotencyKey === undefined ? undefined : {
+      endpoint,
+      key: from.idempotencyKey,
+      fingerprint: await requestFingerprint(from.method, from.path,
+        { ...req.options, store: req.store, files: req.fileRefs, uploads: req.uploadRefs }, req.metadata,
+        req.sources.map((s) => s.path)),
+    };
+    const credits = planned.reduce((a, s) => a + s.credits, 0);
+    const gated = !isRender(req.kind);
+    let conversionId = newId('conv');
+
+    if (gated) {
+      const reserved = await this.reserve(p, conversionId, credits, limits, idem);
+      if (reserved.kind === 'replay') return reserved;
+      conversionId = reserved.conversionId;
+    }
+    try {
+      return { kind: 'accepted', accepted: await this.persist(p, req, planned, conversionId, credits, gated, idem, limits) };
+    } catch (err) {
+      // Nothing of this conversion reached the ledger: give the gate its reservation back.
+      if (gated) await this.billing.gate.release(p.accountId, conversionId).catch(() => {});
+      if (!(err instanceof KeyTaken) || !idem) throw err;
+      const claim = await findClaim(this.sql, p.accountId, idem.endpoint, idem.key);
+      if (!claim) throw err;
+      return this.replayOf(claim, idem);
+    }
+  }
+
+  /** The gate's answer for a new conversion id: reserved (under that id) or a replay. */
+  private async reserve(p: Principal, conversionId: string, credits: number, limits: PlanLimits, idem: Idem | undefined)
+    : Promise<{ kind: 'reserved'; conversionId: string } | { kind: 'replay'; conversionId: string }> {
+    const claim: IdempotencyClaim | undefined = idem && {
+      key: `${p.accountId}:${idem.endpoint}:${idem.key}`, fingerprint: idem.fingerprint, ttlSeconds: IDEMPOTENCY_TTL_S,
+    };
+    const { gate, ledger } = this.billing;
+    const req = { accountId: p.accountId, conversionId, credits, concurrencyLimit: limits.concurrency };
+    let r = await reserveWithRebuild(gate, { ...req, idempotency: claim }, ledger.readLedger);
+    if (r.kind === 'replay') {
+      // The first request with this key may still be committing: wait for its claim in Postgres.
+      const found = await awaitClaim(this.sql, p.accountId, idem!.endpoint, idem!.key, REPLAY_WAIT_MS);
+      if (found) return this.replayOf(found, idem!);
+      // The claim in the gate names a conversion that was never created (its request failed
+      // after reserving). Postgres is the truth: go on without the gate's claim; the insert's
+      // own claim still keeps concurrent retries to one conversion.
+      r = await reserveWithRebuild(gate, req, ledger.readLedger);
+    }
+    if (r.kind === 'reserved') return { kind: 'reserved', conversionId };
+    if (r.kind === 'refused') throw refusalError(r);
+    throw new Error(`billing: unexpected reserve answer ${r.kind}`);
+  }
+
+  private replayOf(claim: { fingerprint: string; conversionId: string }, idem: Idem): { kind: 'replay'; conversionId: string } {
+    if (claim.fingerprint !== idem.fingerprint) throw refusalError({ kind: 'refused', refusal: Refusal.IdempotencyKeyReused });
+    return { kind: 'replay', conversionId: claim.conversionId };
+  }
+
+  private async persist(p: Principal, req: ConvertRequest, planned: PlannedEstimate[], conversionId: string,
+    credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits): Promise<Accepted> {
     const createdAt = new Date();
     const expiresAt = req.store ? null : new Date(createdAt.getTime() + RETENTION_MS);
-    const sources: PlannedSource[] = [];
-    for (const s of planned) {
+    const sources: PlannedSource[] = planned.map((s) => {
       const id = newId('file');
-      const blob = this.blobs.nameFor(p.accountId, id);
-      await this.blobs.adopt(s.path, blob);
-      sources.push({ id, name: s.name, mime: s.mime, bytes: s.bytes, blob, count: s.count, credits: s.credits });
-    }
-    const reserved = sources.reduce((a, s) => a + s.credits, 0);
+      return { id, name: s.name, mime: s.mime, bytes: s.bytes, blob: this.blobs.nameFor(p.accountId, id), count: s.count, credits: s.credits };
+    });
     try {
-      await insertConversion(this.sql, {
-        id: conversionId, accountId: p.accountId, name: ENDPOINTS[req.kind], operation: isRender(req.kind) ? 'render' : 'parse',
-        options: { ...req.options }, metadata: req.metadata, store: req.store, createdAt, expiresAt, creditsReserved: reserved,
-      }, sources.map((s, i) => ({
-        id: s.id, position: i * 8, role: 'source', name: s.name, mime: s.mime, status: 'queued', bytes: s.bytes,
-        pages: s.count.pages, credits: s.credits, blob: s.blob,
-      })));
+      for (let i = 0; i < sources.length; i++) await this.blobs.adopt(planned[i]!.path, sources[i]!.blob);
+      await this.sql.begin(async (tx) => {
+        const t = tx as unknown as Sql;
+        if (idem && !await claimKey(t, { accountId: p.accountId, ...idem, conversionId })) throw new KeyTaken();
+        // insertConversion opens its own transaction; inside this one it simply joins it.
+        const joined = Object.assign(Object.create(null), { begin: (fn: (s: Sql) => unknown) => fn(t) }) as Sql;
+        await insertConversion(joined, {
+          id: conversionId, accountId: p.accountId, name: ENDPOINTS[req.kind], operation: isRender(req.kind) ? 'render' : 'parse',
+          options: { ...req.options }, metadata: req.metadata, store: req.store, createdAt, expiresAt, creditsReserved: gated ? credits : 0,
+        }, sources.map((s, i) => ({
+          id: s.id, position: i * 8, role: 'source', name: s.name, mime: s.mime, status: 'queued', bytes: s.bytes,
+          pages: s.count.pages, credits: s.credits, blob: s.blob,
+        })));
+        await countMonthlyFiles(t, p.accountId, sources.length, limits.filesPerMonth);
+        if (gated) await recordReservation(t, p.accountId, conversionId, credits);
+      });
     } catch (err) {
       await this.blobs.remove(sources.map((s) => s.blob));
       throw err;
@@ -100,10 +241,22 @@ export class ConversionService {
     const ctrl = new AbortController();
     this.inflight.set(conversionId, ctrl);
     const done = Promise.all(sources.map((s, i) => this.runSource(conv, req, s, i, ctrl.signal)))
-      .then(() => undefined)
+      .then(() => (gated ? this.settleCredits(p.accountId, conversionId) : undefined))
+      .catch((err: unknown) => this.billing.onError?.(err, `settling ${conversionId}`))
       .finally(() => this.inflight.delete(conversionId));
     const pdfPages = req.kind === 'pdf' ? sources.reduce((a, s) => a + s.count.pages, 0) : 0;
     return { conversionId, done, pdfPages, sources: sources.length };
+  }
+
+  /**
+   * Charges the completed sources' credits (0 when the conversion is gone) and releases the rest.
+   * Call it once every source of the conversion is done, from whichever process finished the
+   * last one; calling it again (a retried job) changes nothing. Render conversions hold nothing.
+   */
+  async settleCredits(accountId: string, conversionId: string): Promise<void> {
+    const [row] = await this.sql`select coalesce(sum(credits), 0)::int as charged from files
+      where conversion_id = ${conversionId} and role = 'source' and status = 'completed'`;
+    await this.billing.ledger.settle(accountId, conversionId, Number(row!.charged));
   }
 
   /** Why this conversion cannot be answered synchronously, if it cannot. */
@@ -167,12 +320,15 @@ export class ConversionService {
     return files;
   }
 
+  /** Deletes a conversion; running work is cancelled and a reservation it still holds is
+   *  released (a conversion deleted before it settled is not charged). */
   async remove(accountId: string, id: string): Promise<boolean> {
     const row = await getConversionRow(this.sql, accountId, id);
     if (!row) return false;
     this.inflight.get(id)?.abort();
     const blobs = await deleteConversionRows(this.sql, accountId, id);
     if (!blobs) return false;
+    if (row.operation !== 'render') await this.billing.ledger.release(accountId, id);
     await this.blobs.remove(blobs);
     return true;
   }

@@ -15,6 +15,19 @@ import { makeCtx, sendError, sendJson, sendProblem, type Ctx } from './respond.j
 import type { Deps } from './deps.js';
 import { registerConvert } from './routes/convert.js';
 import { registerConversions } from './routes/conversions.js';
+import { registerUploads } from './routes/uploads.js';
+import { Sweeper } from '../uploads/sweeper.js';
+import { registerEstimate } from './routes/estimate.js';
+import { registerOps } from './routes/ops.js';
+import { registerWebhooks } from './routes/webhooks.js';
+import { WebhookDispatcher } from '../webhooks/dispatcher.js';
+import { Metrics, meteredExecutor, meteredGate } from '../metrics.js';
+import type { Gate } from '../billing/gate.js';
+import { RedisGate } from '../billing/redis-gate.js';
+import { LocalGate } from '../billing/local-gate.js';
+import { Ledger } from '../billing/ledger.js';
+import { limitsFor } from '../billing/admission.js';
+import type { Plan } from '../billing/plans.js';
 
 type Uws = typeof import('uWebSockets.js');
 
@@ -33,6 +46,8 @@ export interface RunningApp {
   port: number;
   deps: Deps;
   router: Router;
+  /** This app's Prometheus registry and counters (GET /metrics). */
+  metrics: Metrics;
   close(): Promise<void>;
 }
 
@@ -46,18 +61,7 @@ export interface StartOptions {
 
 /** Paths of the API that exist in the spec but are not served by this build yet. */
 const NOT_YET: Array<[string, string]> = [
-  ['GET', '/metrics'],
-  ['GET', '/v1/openapi.json'],
   ['GET', '/v1/conversions/:id/events'],
-  ['POST', '/v1/uploads'],
-  ['GET', '/v1/uploads/:id'],
-  ['PUT', '/v1/uploads/:id/parts/:number'],
-  ['POST', '/v1/uploads/:id/complete'],
-  ['POST', '/v1/webhooks'],
-  ['GET', '/v1/webhooks'],
-  ['DELETE', '/v1/webhooks/:id'],
-  ['GET', '/v1/webhooks/:id/deliveries'],
-  ['POST', '/v1/webhooks/:id/test'],
 ];
 
 export async function startApp(config: Config, opts: StartOptions = {}): Promise<RunningApp> {
@@ -65,13 +69,23 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const log = opts.log ?? createLogger(config.logLevel);
   const db = opts.db ?? await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: opts.schema ?? config.databaseSchema });
   const blobs = new Blobs(config.dataDir);
-  const executor = opts.executor ?? new InlineExecutor({
+  const baseExecutor = opts.executor ?? new InlineExecutor({
     tmpDir: blobs.tmpDir, allowPrivateNetwork: config.allowPrivateNetwork, ai: config.ai,
   });
+  const metrics = new Metrics({ executor: baseExecutor });
+  const executor = meteredExecutor(baseExecutor, metrics);
+  // The gate holds a rebuildable copy of the ledger: shared in Redis, or in this process alone.
+  const gate: Gate = meteredGate(config.redisUrl
+    ? new RedisGate({ redis: config.redisUrl, prefix: config.redisPrefix })
+    : new LocalGate(), metrics);
+  const ledger = new Ledger(db.sql, gate);
+  const limits = (plan: Plan) => limitsFor(plan, config.planOverrides);
   const deps: Deps = {
-    config, db, blobs, log,
+    config, db, blobs, log, gate, ledger, limits, metrics,
     auth: new Authenticator(db.sql),
-    conversions: new ConversionService(db.sql, blobs, executor),
+    conversions: new ConversionService(db.sql, blobs, executor, {
+      gate, ledger, limits, onError: (err, what) => log.error({ err }, what),
+    }),
   };
 
   const router = new Router();
@@ -79,36 +93,72 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   router.add('GET', '/readyz', async (ctx) => {
     try {
       await db.sql`select 1`;
-      sendJson(ctx, 200, { status: 'ready', postgres: 'ok' });
     } catch (err) {
+      metrics.dependencyErrors.inc({ dependency: 'postgres' });
       sendProblem(ctx, 'service_unavailable', `Postgres is unreachable: ${(err as Error).message}`);
+      return;
     }
+    if (gate instanceof RedisGate) {
+      try {
+        // ioredis queues commands while it reconnects: do not let the probe wait on that.
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          gate.redis.ping(),
+          new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('no answer within 2 s')), 2000); }),
+        ]).finally(() => clearTimeout(timer));
+      } catch (err) {
+        metrics.dependencyErrors.inc({ dependency: 'redis' });
+        sendProblem(ctx, 'service_unavailable', `Redis is unreachable: ${(err as Error).message}`);
+        return;
+      }
+      sendJson(ctx, 200, { status: 'ready', postgres: 'ok', redis: 'ok' });
+      return;
+    }
+    sendJson(ctx, 200, { status: 'ready', postgres: 'ok' });
   });
   registerConvert(router, deps);
-  for (const kindPath of router.list().filter((r) => r.pattern.startsWith('/v1/convert/')).map((r) => r.pattern)) {
-    router.add('POST', `${kindPath}/estimate`, notYet);
-  }
+  registerEstimate(router, deps);
   registerConversions(router, deps);
+  registerUploads(router, deps);
+  registerOps(router, metrics);
+  // Webhook deliveries: every process runs the loop; SKIP LOCKED claims split the work.
+  const webhooks = new WebhookDispatcher({
+    sql: db.sql, log, allowPrivateNetwork: config.allowPrivateNetwork,
+    timeScale: config.webhookTimeScale, timeoutMs: config.webhookTimeoutMs,
+    onOutcome: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
+  });
+  registerWebhooks(router, deps, webhooks);
   for (const [method, pattern] of NOT_YET) router.add(method, pattern, notYet);
 
   const app: TemplatedApp = uws.App();
   app.any('/*', (res, req) => {
     const ctx = makeCtx(res, req);
-    ctx.onDone = (c) => logRequest(log, c);
-    void dispatch(router, ctx, log);
+    ctx.onDone = (c) => {
+      logRequest(log, c);
+      metrics.observeRequest(c.method, c.route || 'unmatched', doneStatus(c), (performance.now() - c.startedAt) / 1000);
+    };
+    void dispatch(router, ctx, log, metrics);
   });
 
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
     app.listen(config.host, config.port, (sock) => (sock ? resolve(sock) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
   });
   const port = uws.us_socket_local_port(listenSocket);
+  // Retention: every process sweeps; SKIP LOCKED claims keep them from deleting twice.
+  const sweeper = new Sweeper(db.sql, blobs, log, { intervalS: config.sweepIntervalS });
+  sweeper.start();
+  webhooks.start();
   return {
     port,
     deps,
     router,
+    metrics,
     async close() {
       uws.us_listen_socket_close(listenSocket);
+      await sweeper.stop();
+      await webhooks.stop();
       await executor.close();
+      await gate.close();
       if (!opts.db) await db.close();
     },
   };
@@ -118,7 +168,7 @@ function notYet(): never {
   throw new ApiError('not_implemented', 'This endpoint is not available in this build yet.');
 }
 
-async function dispatch(router: Router, ctx: Ctx, log: Logger): Promise<void> {
+async function dispatch(router: Router, ctx: Ctx, log: Logger, metrics: Metrics): Promise<void> {
   try {
     const m = router.match(ctx.method, ctx.path);
     if ('allow' in m) {
@@ -129,8 +179,14 @@ async function dispatch(router: Router, ctx: Ctx, log: Logger): Promise<void> {
     ctx.route = m.route.pattern;
     await m.route.handler(ctx);
   } catch (err) {
+    metrics.noteDependencyError(err);
     sendError(ctx, err, (e) => log.error({ err: e, request_id: ctx.requestId }, 'request failed'));
   }
+}
+
+/** The status a finished request is counted with: 499 when the client went away unanswered. */
+function doneStatus(ctx: Ctx): number {
+  return ctx.aborted && !ctx.answered ? 499 : ctx.status;
 }
 
 function logRequest(log: Logger, ctx: Ctx): void {
@@ -140,7 +196,7 @@ function logRequest(log: Logger, ctx: Ctx): void {
     account_id: ctx.principal?.accountId,
     method: ctx.method,
     route: ctx.route || ctx.path,
-    status: ctx.aborted && !ctx.answered ? 499 : ctx.status,
+    status: doneStatus(ctx),
     ms: Math.round((performance.now() - ctx.startedAt) * 10) / 10,
   }, 'request');
 }

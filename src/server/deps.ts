@@ -1,10 +1,14 @@
 // What the route handlers are given: one object built at start-up (see app.ts).
 import type { Config } from '../config.js';
+import { refusalError, type Gate } from '../billing/gate.js';
+import type { Ledger } from '../billing/ledger.js';
+import type { Plan, PlanLimits } from '../billing/plans.js';
 import type { Db } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
 import type { Authenticator, Principal } from './auth.js';
 import type { ConversionService } from '../jobs/service.js';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 import type { Ctx } from './respond.js';
 
 export interface Deps {
@@ -13,7 +17,14 @@ export interface Deps {
   blobs: Blobs;
   auth: Authenticator;
   conversions: ConversionService;
+  /** The billing gate (RedisGate with REDIS_URL, else the in-process LocalGate). */
+  gate: Gate;
+  ledger: Ledger;
+  /** A plan's limits, PLAN_OVERRIDES applied. */
+  limits(plan: Plan): PlanLimits;
   log: Logger;
+  /** Prometheus counters of this app (src/metrics.ts says who increments what). */
+  metrics: Metrics;
 }
 
 /** Authenticates the request and remembers the principal on the context (for logs). */
@@ -21,4 +32,10 @@ export async function principalOf(deps: Deps, ctx: Ctx): Promise<Principal> {
   const p = await deps.auth.authenticate(ctx.headers);
   ctx.principal = p;
   return p;
+}
+
+/** Per-account request rate of the convert and estimate endpoints: 429 rate_limited when over. */
+export async function checkRate(deps: Deps, p: Principal): Promise<void> {
+  const r = await deps.gate.rateLimit(p.accountId, deps.limits(p.plan).requestsPerMinute);
+  if (!r.allowed) throw refusalError(r);
 }

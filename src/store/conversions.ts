@@ -3,6 +3,7 @@
 // changes them: `summary`, `status` and `completed_at` can never disagree with the files.
 import type { Sql } from './db.js';
 import type { Problem } from '../errors.js';
+import { enqueueConversionEvent, isTerminal } from '../webhooks/outbox.js';
 
 export type ConversionStatus = 'queued' | 'running' | 'completed' | 'completed_with_errors' | 'failed';
 export type FileStatus = 'queued' | 'running' | 'completed' | 'failed';
@@ -80,6 +81,9 @@ export async function finishSource(
 ): Promise<ConversionStatus> {
   return sql.begin(async (tx) => {
     const t = tx as unknown as Sql;
+    // Locked first: concurrent finishes of one conversion's sources roll up one after the other,
+    // each seeing the other's files, and exactly one of them sees completed_at go from unset to set.
+    const [before] = await t`select completed_at from conversions where id = ${conv.id} for update`;
     if ('error' in outcome) {
       await t`update files set status = 'failed', error = ${t.json(outcome.error as never)}, credits = 0
               where id = ${sourceId}`;
@@ -88,7 +92,10 @@ export async function finishSource(
       await t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
               where id = ${sourceId}`;
     }
-    return rollUp(t, conv.id);
+    const status = await rollUp(t, conv.id);
+    // The webhook outbox: the event commits with the status change or not at all.
+    if (before && before.completed_at === null && isTerminal(status)) await enqueueConversionEvent(t, conv.id);
+    return status;
   });
 }
 

@@ -1,6 +1,10 @@
 // A small world per test: its own database (a fresh Postgres schema, or a fresh embedded
 // PGlite under a temp DATA_DIR), its own data directory, a server on a free port, and an
 // account with a key. Nothing is shared between test files.
+// Billing: the gate is the in-process LocalGate unless `redis: true`, which runs the RedisGate on
+// REDIS_URL (default redis://127.0.0.1:6379) under a key prefix of this world's own, removed at
+// close. Every account newKey() makes is granted DEFAULT_CREDITS unless `credits` says otherwise,
+// so tests that are not about money never meet 402.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,10 +15,27 @@ import { openDb, type Db } from '../../src/store/db.js';
 import { startApp, type RunningApp } from '../../src/server/app.js';
 import { createLogger } from '../../src/log.js';
 import { createAccount, createKey, SCOPES, type Plan, type Scope, type Subscription } from '../../src/store/accounts.js';
+import { Redis } from 'ioredis';
+import { RedisGate } from '../../src/billing/redis-gate.js';
+import { LocalGate } from '../../src/billing/local-gate.js';
+import { InlineExecutor, type Executor, type Task } from '../../src/jobs/executor.js';
+import type { RunResult } from '../../src/converters/registry.js';
 
 export type Mode = 'postgres' | 'embedded';
 export const MODES: Mode[] = (process.env.DOCPIPE_TEST_MODES?.split(',') as Mode[] | undefined) ?? ['postgres', 'embedded'];
 export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const DEFAULT_CREDITS = 1_000_000;
+
+export interface WorldOptions {
+  /** Run the billing gate on Redis (a prefix of this world's own) instead of in process. */
+  redis?: boolean;
+  /** Run conversions on this executor instead of the inline one (tests that hold work). */
+  executor?: Executor;
+  /** Credits granted to the main account (default DEFAULT_CREDITS). */
+  credits?: number;
+  plan?: Plan;
+}
 
 export interface World {
   mode: Mode;
@@ -25,30 +46,47 @@ export interface World {
   config: Config;
   accountId: string;
   key: string;
-  newKey(opts?: { plan?: Plan; scopes?: readonly Scope[]; subscription?: Subscription }): Promise<{ accountId: string; key: string }>;
+  /** Redis key prefix of this world's gate, when it runs on Redis. */
+  redisPrefix?: string;
+  newKey(opts?: { plan?: Plan; scopes?: readonly Scope[]; subscription?: Subscription; credits?: number }): Promise<{ accountId: string; key: string }>;
+  /** Grants credits through the running server's ledger (ledger row, then the gate). */
+  grant(accountId: string, amount: number): Promise<void>;
+  /** Loses the gate's state as FLUSHALL (of this world's keys only) or a restart would. */
+  wipeGate(): Promise<void>;
   req(method: string, p: string, opts?: { key?: string | null; json?: unknown; body?: RequestInit['body']; headers?: Record<string, string> }): Promise<Response>;
   close(): Promise<void>;
 }
 
-export async function startWorld(mode: Mode, env: Record<string, string> = {}): Promise<World> {
+export async function startWorld(mode: Mode, env: Record<string, string> = {}, opts: WorldOptions = {}): Promise<World> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-world-'));
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const db = mode === 'postgres'
     ? await openDb({ databaseUrl: PG_URL, dataDir, schema, max: 4 })
     : await openDb({ dataDir });
-  const config = { ...loadConfig({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env }) };
-  const app = await startApp(config, { db, log: createLogger('silent') });
+  const redisPrefix = opts.redis ? `test:world:${randomBytes(6).toString('hex')}:` : undefined;
+  const redisEnv: Record<string, string> = redisPrefix ? { REDIS_URL, REDIS_PREFIX: redisPrefix } : {};
+  const config = { ...loadConfig({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...redisEnv, ...env }) };
+  const app = await startApp(config, { db, log: createLogger('silent'), executor: opts.executor });
   const url = `http://127.0.0.1:${app.port}`;
 
-  const newKey: World['newKey'] = async (opts = {}) => {
-    const a = await createAccount(db.sql, { name: 'test', plan: opts.plan ?? 'pro', subscription: opts.subscription });
-    const { key } = await createKey(db.sql, a.id, opts.scopes ?? SCOPES);
+  const grant: World['grant'] = (accountId, amount) => app.deps.ledger.grant(accountId, amount, 'test grant');
+  const newKey: World['newKey'] = async (o = {}) => {
+    const a = await createAccount(db.sql, { name: 'test', plan: o.plan ?? 'pro', subscription: o.subscription });
+    const { key } = await createKey(db.sql, a.id, o.scopes ?? SCOPES);
+    const credits = o.credits ?? DEFAULT_CREDITS;
+    if (credits > 0) await grant(a.id, credits);
     return { accountId: a.id, key };
   };
-  const main = await newKey();
+  const main = await newKey({ credits: opts.credits, plan: opts.plan });
+  const wipeGate = async (): Promise<void> => {
+    const gate = app.deps.gate;
+    if (gate instanceof LocalGate) { gate.clear(); return; }
+    if (!(gate instanceof RedisGate)) throw new Error('unknown gate');
+    await deletePrefix(gate.redis as Redis, gate.prefix);
+  };
 
   const world: World = {
-    mode, url, app, db, dataDir, config, accountId: main.accountId, key: main.key, newKey,
+    mode, url, app, db, dataDir, config, accountId: main.accountId, key: main.key, newKey, grant, wipeGate, redisPrefix,
     async req(method, p, opts = {}) {
       const headers: Record<string, string> = { ...(opts.headers ?? {}) };
       const key = opts.key === undefined ? main.key : opts.key;
@@ -62,6 +100,12 @@ export async function startWorld(mode: Mode, env: Record<string, string> = {}): 
     },
     async close() {
       await app.close();
+      if (redisPrefix) {
+        // Late settles of work still running at close may have written keys: remove them all.
+        const redis = new Redis(REDIS_URL);
+        await deletePrefix(redis, redisPrefix);
+        await redis.quit();
+      }
       await db.close();
       if (mode === 'postgres') {
         const sql = postgres(PG_URL, { max: 1, onnotice: () => {} });
@@ -72,6 +116,58 @@ export async function startWorld(mode: Mode, env: Record<string, string> = {}): 
     },
   };
   return world;
+}
+
+/** Runs conversions inline, except that while held every task waits for release(): tests use
+ *  it to keep conversions running (and their reservations open) for as long as they need. */
+export class HeldExecutor implements Executor {
+  private readonly tmpDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-held-'));
+  private readonly inner = new InlineExecutor({ tmpDir: this.tmpDir, allowPrivateNetwork: false });
+  private held = false;
+  private waiting: Array<() => void> = [];
+
+  hold(): void {
+    this.held = true;
+  }
+
+  release(): void {
+    this.held = false;
+    for (const go of this.waiting.splice(0)) go();
+  }
+
+  /** Tasks waiting for release(). */
+  get waitingTasks(): number {
+    return this.waiting.length;
+  }
+
+  async run(task: Task, signal: AbortSignal, onProgress?: (done: number, total: number) => void): Promise<RunResult> {
+    if (this.held) {
+      await new Promise<void>((resolve) => {
+        this.waiting.push(resolve);
+        signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    }
+    return this.inner.run(task, signal, onProgress);
+  }
+
+  queued(): number {
+    return 0;
+  }
+
+  async close(): Promise<void> {
+    this.release();
+    rmSync(this.tmpDir, { recursive: true, force: true });
+  }
+}
+
+/** Deletes every key under a prefix (never FLUSHALL: other test files share the Redis). */
+export async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    if (keys.length) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
 }
 
 /** The Problem fields every error response must carry (DESIGN.md §8). */

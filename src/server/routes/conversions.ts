@@ -1,9 +1,9 @@
 // GET /v1/conversions, GET/DELETE /v1/conversions/{id}, and the content download of a file.
-import { createReadStream } from 'node:fs';
 import { ApiError } from '../../errors.js';
 import { requireScope, requireSubscription } from '../auth.js';
 import { principalOf, type Deps } from '../deps.js';
-import { sendJson, reply, type Ctx } from '../respond.js';
+import { sendJson, type Ctx } from '../respond.js';
+import { sendContent } from '../stream-file.js';
 import type { Router } from '../router.js';
 import { conversionJson, conversionsJson, decodeCursor, encodeCursor } from '../conversion-json.js';
 import { getConversionRow, getFileRow, listConversionRows } from '../../store/conversions.js';
@@ -80,14 +80,14 @@ export function registerConversions(router: Router, deps: Deps): void {
     requireSubscription(p);
     const f = await getFileRow(sql, p.accountId, ctx.params.id!, ctx.params.fileId!);
     if (!f) throw new ApiError('not_found', `No file ${ctx.params.fileId} in conversion ${ctx.params.id}.`);
+    const expiresAt = (f as { expires_at?: Date | null }).expires_at;
+    if (expiresAt && expiresAt.getTime() <= Date.now()) throw new ApiError('file_expired', `File ${f.id} has expired; files are kept 24 h unless stored.`);
     const disposition = `inline; filename="${f.name.replace(/[^\x20-\x7e]|"/g, '_')}"`;
     if (f.content !== null) {
-      reply(ctx, 200, f.content, f.mime, { 'content-disposition': disposition });
+      await sendContent(ctx, { data: Buffer.from(f.content) }, f.mime, { 'content-disposition': disposition });
       return;
     }
     if (!f.blob) throw new ApiError('not_found', `File ${f.id} has no content yet.`);
-    const chunks: Buffer[] = [];
-    for await (const c of createReadStream(deps.blobs.pathOf(f.blob))) chunks.push(c as Buffer);
-    reply(ctx, 200, Buffer.concat(chunks), f.mime, { 'content-disposition': disposition });
+    await sendContent(ctx, { path: deps.blobs.pathOf(f.blob) }, f.mime, { 'content-disposition': disposition });
   });
 }

@@ -1,17 +1,22 @@
 // POST /v1/convert/{kind}: receive the body (JSON or multipart to disk), accept the conversion,
-// and answer 200 when it finishes inside the wait window, else 202 with async_reason.
+// and answer 200 when it finishes inside the wait window, else 202 with async_reason. A retry
+// with the Idempotency-Key of an earlier request answers that conversion as it is now (200 when
+// finished, else 202) with `Idempotent-Replayed: true`, and creates nothing.
 import { ApiError } from '../../errors.js';
 import { ENDPOINTS, KINDS } from '../../converters/registry.js';
 import type { ConverterKind } from '../../converters/types.js';
 import { requireScope, requireSubscription } from '../auth.js';
-import { principalOf, type Deps } from '../deps.js';
+import { checkRate, principalOf, type Deps } from '../deps.js';
 import { readJson, readMultipart } from '../body.js';
 import { sendJson, type Ctx } from '../respond.js';
 import type { Router } from '../router.js';
 import { fromJson, fromMultipart, MAX_SOURCES, type ConvertRequest } from '../convert-request.js';
 import { conversionJson } from '../conversion-json.js';
-import { getConversionRow } from '../../store/conversions.js';
+import { getConversionRow, type ConversionStatus } from '../../store/conversions.js';
 import type { AsyncReason } from '../../jobs/service.js';
+import { idempotencyKeyOf } from '../../billing/admission.js';
+
+const TERMINAL: ReadonlySet<ConversionStatus> = new Set(['completed', 'completed_with_errors', 'failed']);
 
 export const MAX_WAIT_S = 60;
 
@@ -53,14 +58,25 @@ export function registerConvert(router: Router, deps: Deps): void {
       const p = await principalOf(deps, ctx);
       requireScope(p, 'convert');
       requireSubscription(p);
+      await checkRate(deps, p);
       const window = waitWindow(ctx, deps.config.syncWaitDefaultS);
+      const idempotencyKey = idempotencyKeyOf(ctx.headers);
       const req = await readConvertRequest(deps, ctx, kind);
-      const accepted = await deps.conversions.accept(p, req);
-      const reason = await deps.conversions.waitFor(accepted, window.seconds, window.reason);
-      const row = await getConversionRow(deps.db.sql, p.accountId, accepted.conversionId);
-      if (!row) throw new ApiError('not_found', 'The conversion was deleted while it ran.');
-      sendJson(ctx, reason ? 202 : 200, await conversionJson(deps.db.sql, row, { withContent: true }),
-        { location: `/v1/conversions/${row.id}` });
+      const submitted = await deps.conversions.accept(p, req, { method: ctx.method, path: ctx.path, idempotencyKey });
+      const replayed = submitted.kind === 'replay';
+      const id = replayed ? submitted.conversionId : submitted.accepted.conversionId;
+      const reason = replayed ? undefined
+        : await deps.conversions.waitFor(submitted.accepted, window.seconds, window.reason);
+      const row = await getConversionRow(deps.db.sql, p.accountId, id);
+      if (!row) {
+        throw new ApiError('not_found', replayed
+          ? `The conversion this Idempotency-Key created (${id}) was deleted.`
+          : 'The conversion was deleted while it ran.');
+      }
+      const status = replayed ? (TERMINAL.has(row.status) ? 200 : 202) : (reason ? 202 : 200);
+      const balance = await deps.ledger.balance(p.accountId);
+      sendJson(ctx, status, await conversionJson(deps.db.sql, row, { withContent: true, balance }),
+        { location: `/v1/conversions/${row.id}`, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) });
     });
   }
 }
