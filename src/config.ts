@@ -28,6 +28,12 @@ export interface Config {
   maxJsonBytes: number;
   /** Seconds between retention sweeps (SWEEP_INTERVAL_S, default 60; 0 turns the sweeper off). */
   sweepIntervalS: number;
+  /** Wall-clock limit of one conversion task (TASK_TIMEOUT_S). */
+  taskTimeoutS: number;
+  /** Heap limit of each worker thread (WORKER_HEAP_MB). */
+  workerHeapMb: number;
+  /** On SIGTERM, how long running jobs may finish before they are handed back (SHUTDOWN_GRACE_S). */
+  shutdownGraceS: number;
   /** Multiplies every webhook retry delay (WEBHOOK_TIME_SCALE, default 1; tests use 0.001). */
   webhookTimeScale: number;
   /** Time allowed for one webhook try (WEBHOOK_TIMEOUT_MS, default 10000). */
@@ -65,6 +71,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 100 * MB),
     maxJsonBytes: int(env, 'MAX_JSON_BYTES', 20 * MB),
     sweepIntervalS: int(env, 'SWEEP_INTERVAL_S', 60),
+    taskTimeoutS: int(env, 'TASK_TIMEOUT_S', 120),
+    workerHeapMb: int(env, 'WORKER_HEAP_MB', 1024),
+    shutdownGraceS: int(env, 'SHUTDOWN_GRACE_S', 25),
     webhookTimeScale: positive(env, 'WEBHOOK_TIME_SCALE', 1),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000),
   };

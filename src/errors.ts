@@ -98,10 +98,6 @@ export const ERRORS = {
     status: 500, title: 'Internal error', retryable: true,
     hint: 'Retry; if it persists, report the request_id.',
   },
-  not_implemented: {
-    status: 501, title: 'Not implemented', retryable: false,
-    hint: 'This endpoint is part of the API but not available in this build yet.',
-  },
   parser_unavailable: {
     status: 503, title: 'Parser unavailable', retryable: true,
     hint: 'The converter for this kind is temporarily unavailable; retry shortly.',

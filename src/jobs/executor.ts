@@ -24,6 +24,8 @@ export interface Executor {
   run(task: Task, signal: AbortSignal, onProgress?: (done: number, total: number) => void): Promise<RunResult>;
   /** Tasks waiting for a thread (0 when work starts at once). */
   queued(): number;
+  /** True when the queue is past its high-water mark: new work should wait in the job table. */
+  saturated?(): boolean;
   close(): Promise<void>;
 }
 

@@ -29,11 +29,14 @@ import type { Blobs } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
 import {
   insertConversion, markSourceRunning, finishSource, getConversionRow, setAsyncReason,
-  deleteConversionRows, type NewFile,
+  deleteConversionRows, type NewFile, type ConversionStatus,
 } from '../store/conversions.js';
 import type { Principal } from '../server/auth.js';
 import type { ConvertRequest } from '../server/convert-request.js';
 import type { Executor } from './executor.js';
+import { JobRunner } from './runner.js';
+import { resolveSources } from '../uploads/refs.js';
+import { completeJob, setProgress, MAX_ATTEMPTS, type JobRow } from './queue.js';
 
 export type AsyncReason = 'respond_async' | 'too_many_sources' | 'pages_exceed_sync_limit' | 'capacity' | 'wait_timeout';
 
@@ -55,11 +58,26 @@ const REPLAY_WAIT_MS = 5_000;
 
 export interface Accepted {
   conversionId: string;
-  /** Settles when every source has reached a terminal state and the credits are settled. */
+  /** Settles when the jobs this process started have ended (other processes may run the rest). */
   done: Promise<void>;
   pdfPages: number;
   sources: number;
+  /** The pool was past its high-water mark: the jobs wait in the table for a free place. */
+  capacity: boolean;
 }
+
+export interface LifecycleOptions {
+  /** The executor for small render jobs (Markdown → HTML/text): in-thread, never queued. */
+  inline: Executor;
+  /** Jobs this process runs at once. */
+  capacity: number;
+  pollMs?: number;
+}
+
+const TERMINAL: ReadonlySet<string> = new Set(['completed', 'completed_with_errors', 'failed']);
+/** Render sources up to this size run in-thread; larger ones go to the pool like documents. */
+export const INLINE_RENDER_BYTES = 256 * 1024;
+const PROGRESS_EVERY_MS = 500;
 
 /** A submit either created a conversion or named the one its Idempotency-Key created. */
 export type Submitted =
@@ -110,9 +128,27 @@ interface Idem {
 class KeyTaken extends Error {}
 
 export class ConversionService {
-  private inflight = new Map<string, AbortController>();
+  readonly runner: JobRunner;
+  private inline: Executor;
+  private settleTimer?: NodeJS.Timeout;
 
-  constructor(private sql: Sql, private blobs: Blobs, private executor: Executor, private billing: Billing) {}
+  constructor(private sql: Sql, private blobs: Blobs, private executor: Executor, private billing: Billing, life: LifecycleOptions) {
+    this.inline = life.inline;
+    this.runner = new JobRunner(sql, (job, signal) => this.runJob(job, signal), { capacity: life.capacity, pollMs: life.pollMs });
+  }
+
+  /** Starts taking queued and abandoned jobs, and settling conversions whose settle was lost. */
+  start(): void {
+    this.runner.start();
+    this.settleTimer = setInterval(() => void this.settleLost().catch(() => {}), 10_000);
+    this.settleTimer.unref();
+  }
+
+  /** Stops taking work; running jobs get `graceMs` to finish, the rest are handed back. */
+  async stop(graceMs: number): Promise<void> {
+    clearInterval(this.settleTimer);
+    await this.runner.stop(graceMs);
+  }
 
   /** Sniffs, counts and prices every staged source; 415 for a source that is not of the endpoint's kind. */
   async plan(req: ConvertRequest): Promise<PlannedEstimate[]> {
@@ -141,10 +177,18 @@ export class ConversionService {
    * claim), then the insert. On a replay nothing is created; the caller's staged files stay
    * where they are (the request's clean-ups remove them).
    */
-  async accept(p: Principal, req: ConvertRequest, from: SubmitContext): Promise<Submitted> {
-    if (req.fileRefs.length || req.uploadRefs.length) {
-      throw new ApiError('not_implemented', 'References to earlier files and uploads are not available in this build yet.');
+  async accept(p: Principal, given: ConvertRequest, from: SubmitContext): Promise<Submitted> {
+    // file_/upl_ references become staged sources (hard links the conversion adopts); links not
+    // adopted (a replay, a refusal) are removed whatever happens.
+    const refs = await resolveSources(this.sql, this.blobs, p, given);
+    try {
+      return await this.admit(p, { ...given, sources: [...given.sources, ...refs.sources] }, given, from);
+    } finally {
+      await refs.release();
     }
+  }
+
+  private async admit(p: Principal, req: ConvertRequest, given: ConvertRequest, from: SubmitContext): Promise<Submitted> {
     const limits = this.billing.limits(p.plan);
     checkFileSizes(req.sources, limits);
     const planned = await this.plan(req);
@@ -157,7 +201,8 @@ export class ConversionService {
       key: from.idempotencyKey,
       fingerprint: await requestFingerprint(from.method, from.path,
         { ...req.options, store: req.store, files: req.fileRefs, uploads: req.uploadRefs }, req.metadata,
-        req.sources.map((s) => s.path)),
+        // References are in the fingerprint by id; only the request's own bytes are hashed.
+        given.sources.map((s) => s.path)),
     };
     const credits = planned.reduce((a, s) => a + s.credits, 0);
     const gated = !isRender(req.kind);
@@ -216,6 +261,7 @@ export class ConversionService {
       const id = newId('file');
       return { id, name: s.name, mime: s.mime, bytes: s.bytes, blob: this.blobs.nameFor(p.accountId, id), count: s.count, credits: s.credits };
     });
+    const jobIds = sources.map(() => newId('job'));
     try {
       for (let i = 0; i < sources.length; i++) await this.blobs.adopt(planned[i]!.path, sources[i]!.blob);
       await this.sql.begin(async (tx) => {
@@ -232,20 +278,21 @@ export class ConversionService {
         })));
         await countMonthlyFiles(t, p.accountId, sources.length, limits.filesPerMonth);
         if (gated) await recordReservation(t, p.accountId, conversionId, credits);
+        // One durable job per source, committed with the conversion: if this process dies now,
+        // another one finds the jobs and runs them.
+        await t`insert into jobs ${t(sources.map((s, i) => ({
+          id: jobIds[i]!, conversion_id: conversionId, source_id: s.id, account_id: p.accountId,
+        })))}`;
       });
     } catch (err) {
       await this.blobs.remove(sources.map((s) => s.blob));
       throw err;
     }
-    const conv = { id: conversionId, accountId: p.accountId, expiresAt };
-    const ctrl = new AbortController();
-    this.inflight.set(conversionId, ctrl);
-    const done = Promise.all(sources.map((s, i) => this.runSource(conv, req, s, i, ctrl.signal)))
-      .then(() => (gated ? this.settleCredits(p.accountId, conversionId) : undefined))
-      .catch((err: unknown) => this.billing.onError?.(err, `settling ${conversionId}`))
-      .finally(() => this.inflight.delete(conversionId));
+    const capacity = !isRender(req.kind) && this.executor.saturated?.() === true;
+    const started = capacity ? [] : await this.runner.runNow(jobIds);
+    const done = Promise.all(started).then(() => undefined);
     const pdfPages = req.kind === 'pdf' ? sources.reduce((a, s) => a + s.count.pages, 0) : 0;
-    return { conversionId, done, pdfPages, sources: sources.length };
+    return { conversionId, done, pdfPages, sources: sources.length, capacity };
   }
 
   /**
@@ -268,37 +315,95 @@ export class ConversionService {
 
   /** Waits up to `seconds` for the conversion; returns the async reason when it is still going. */
   async waitFor(a: Accepted, seconds: number, reason: AsyncReason | undefined): Promise<AsyncReason | undefined> {
-    let why = reason ?? ConversionService.syncRefusal(a);
+    let why = reason ?? ConversionService.syncRefusal(a) ?? (a.capacity ? 'capacity' : undefined);
     if (!why && seconds <= 0) why = 'respond_async';
     if (!why) {
+      const deadline = Date.now() + seconds * 1000;
       let timer: NodeJS.Timeout | undefined;
-      const timedOut = await Promise.race([
-        a.done.then(() => false, () => false),
-        new Promise<boolean>((r) => { timer = setTimeout(() => r(true), seconds * 1000); }),
+      await Promise.race([
+        a.done.catch(() => {}),
+        new Promise<void>((r) => { timer = setTimeout(r, seconds * 1000); }),
       ]);
       clearTimeout(timer);
-      if (timedOut) why = 'wait_timeout';
+      // Jobs another process took are followed in the database until the window ends.
+      while (!(await this.isTerminal(a.conversionId)) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      if (!(await this.isTerminal(a.conversionId))) why = 'wait_timeout';
     }
     if (why) await setAsyncReason(this.sql, a.conversionId, why);
     return why;
   }
 
-  private async runSource(
-    conv: { id: string; accountId: string; expiresAt: Date | null }, req: ConvertRequest, s: PlannedSource, index: number, signal: AbortSignal,
-  ): Promise<void> {
+  private async isTerminal(conversionId: string): Promise<boolean> {
+    const [row] = await this.sql`select status from conversions where id = ${conversionId}`;
+    return !row || TERMINAL.has(row.status as string);
+  }
+
+  /**
+   * Runs one durable job in this process: converts its source and records the outcome, guarded
+   * by the job's lease so that only the process that holds the job can finish it. The process
+   * that finishes a conversion's last source settles its credits.
+   */
+  async runJob(job: JobRow, signal: AbortSignal): Promise<void> {
+    const [c] = await this.sql`
+      select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, c.id, c.account_id, c.name as endpoint,
+             c.options, c.operation, c.expires_at
+      from files f join conversions c on c.id = f.conversion_id where f.id = ${job.source_id}`;
+    if (!c) return; // deleted under us: the job row went with it
+    const kind = kindOfEndpoint(c.endpoint as string)!;
+    const conv = { id: c.id as string, accountId: c.account_id as string, expiresAt: c.expires_at as Date | null };
+    const guard = (tx: Sql): Promise<boolean> => completeJob(tx, this.runner.owner, job.id);
+    const options = c.options as ConvertRequest['options'];
+    const source: PlannedSource = {
+      id: c.source_id as string, name: c.name as string, mime: c.mime as string, bytes: 0, blob: c.blob as string,
+      count: { pages: 0, units: 0 }, credits: Number(c.credits ?? 0),
+    };
+    let status: ConversionStatus | null;
     try {
-      await markSourceRunning(this.sql, conv.id, s.id);
-      const result = await this.executor.run(
-        { kind: req.kind, path: this.blobs.pathOf(s.blob), name: s.name, mime: s.mime, options: req.options }, signal,
+      if (job.attempts > MAX_ATTEMPTS) {
+        throw new ApiError('invalid_document', `The conversion stopped its worker ${job.attempts - 1} times; the document is not converted.`);
+      }
+      await markSourceRunning(this.sql, conv.id, source.id);
+      let last = 0;
+      const onProgress = (done: number, total: number): void => {
+        const now = Date.now();
+        if (now - last < PROGRESS_EVERY_MS && done < total) return;
+        last = now;
+        void setProgress(this.sql, this.runner.owner, job.id, done, total).catch(() => {});
+      };
+      const small = isRender(kind) && (await this.blobSize(source.blob)) <= INLINE_RENDER_BYTES;
+      const result = await (small ? this.inline : this.executor).run(
+        { kind, path: this.blobs.pathOf(source.blob), name: source.name, mime: source.mime, options }, signal, onProgress,
       );
-      const outputs = await this.outputFiles(conv.accountId, s, index, result);
-      const credits = req.kind === 'pdf' ? priceSource(req.kind, { pages: result.pageCount, units: result.pageCount }, req.options) : s.credits;
-      await finishSource(this.sql, conv, s.id, { outputs, pages: result.pageCount, credits: Math.min(credits, s.credits) });
+      const index = Math.floor(Number(c.position) / 8);
+      const outputs = await this.outputFiles(conv.accountId, source, index, result);
+      const credits = kind === 'pdf' ? priceSource(kind, { pages: result.pageCount, units: result.pageCount }, options) : source.credits;
+      status = await finishSource(this.sql, conv, source.id, { outputs, pages: result.pageCount, credits: Math.min(credits, source.credits) }, guard);
     } catch (err) {
-      if (signal.aborted) return; // deleted while running: its rows are gone
       const problem = fileProblem(err, `/v1/conversions/${conv.id}`, conv.id);
-      await finishSource(this.sql, conv, s.id, { error: problem }).catch(() => {});
+      status = await finishSource(this.sql, conv, source.id, { error: problem }, guard).catch(() => null);
     }
+    if (status && TERMINAL.has(status) && c.operation !== 'render') {
+      await this.settleCredits(conv.accountId, conv.id).catch((err: unknown) => this.billing.onError?.(err, `settling ${conv.id}`));
+    }
+  }
+
+  private async blobSize(blob: string): Promise<number> {
+    const { stat } = await import('node:fs/promises');
+    return (await stat(this.blobs.pathOf(blob))).size;
+  }
+
+  /** Settles finished conversions whose settle was lost (their process died right after). */
+  async settleLost(): Promise<number> {
+    const rows = await this.sql`
+      select c.id, c.account_id from conversions c
+      where c.completed_at is not null and c.completed_at < now() - interval '5 seconds' and c.operation = 'parse'
+        and exists (select 1 from ledger l where l.conversion_id = c.id and l.kind = 'reserve')
+        and not exists (select 1 from ledger l where l.conversion_id = c.id and l.kind = 'release')
+      limit 100`;
+    for (const r of rows) await this.settleCredits(r.account_id as string, r.id as string);
+    return rows.length;
   }
 
   private async outputFiles(accountId: string, s: PlannedSource, index: number, result: RunResult): Promise<NewFile[]> {
@@ -325,8 +430,8 @@ export class ConversionService {
   async remove(accountId: string, id: string): Promise<boolean> {
     const row = await getConversionRow(this.sql, accountId, id);
     if (!row) return false;
-    this.inflight.get(id)?.abort();
     const blobs = await deleteConversionRows(this.sql, accountId, id);
+    this.runner.abortConversion(id);
     if (!blobs) return false;
     if (row.operation !== 'render') await this.billing.ledger.release(accountId, id);
     await this.blobs.remove(blobs);

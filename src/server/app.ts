@@ -1,5 +1,5 @@
 // The HTTP front end: builds the service's parts, registers every route of the API in one table
-// and serves it with uWebSockets.js. Routes whose issue has not landed answer 501 problem+json.
+// and serves it with uWebSockets.js; runs the job runner, webhook dispatcher and retention sweeper.
 import { createRequire } from 'node:module';
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Config } from '../config.js';
@@ -9,6 +9,8 @@ import { createLogger, type Logger } from '../log.js';
 import { Authenticator } from './auth.js';
 import { ConversionService } from '../jobs/service.js';
 import { InlineExecutor, type Executor } from '../jobs/executor.js';
+import { PoolExecutor } from '../pool/pool.js';
+import { registerEvents } from './routes/events.js';
 import { ApiError } from '../errors.js';
 import { Router } from './router.js';
 import { makeCtx, sendError, sendJson, sendProblem, type Ctx } from './respond.js';
@@ -59,21 +61,22 @@ export interface StartOptions {
   log?: Logger;
 }
 
-/** Paths of the API that exist in the spec but are not served by this build yet. */
-const NOT_YET: Array<[string, string]> = [
-  ['GET', '/v1/conversions/:id/events'],
-];
 
 export async function startApp(config: Config, opts: StartOptions = {}): Promise<RunningApp> {
   const uws = loadUws();
   const log = opts.log ?? createLogger(config.logLevel);
   const db = opts.db ?? await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: opts.schema ?? config.databaseSchema });
   const blobs = new Blobs(config.dataDir);
-  const baseExecutor = opts.executor ?? new InlineExecutor({
-    tmpDir: blobs.tmpDir, allowPrivateNetwork: config.allowPrivateNetwork, ai: config.ai,
+  const settings = { tmpDir: blobs.tmpDir, allowPrivateNetwork: config.allowPrivateNetwork, ai: config.ai };
+  // Documents are converted on the pool's threads; the event loop never parses one.
+  const baseExecutor = opts.executor ?? new PoolExecutor(settings, {
+    threads: config.poolThreads, taskTimeoutMs: config.taskTimeoutS * 1000, heapMb: config.workerHeapMb,
+    onError: (err) => log.error({ err }, 'worker pool'),
   });
+
   const metrics = new Metrics({ executor: baseExecutor });
   const executor = meteredExecutor(baseExecutor, metrics);
+  const inline = meteredExecutor(new InlineExecutor(settings), metrics);
   // The gate holds a rebuildable copy of the ledger: shared in Redis, or in this process alone.
   const gate: Gate = meteredGate(config.redisUrl
     ? new RedisGate({ redis: config.redisUrl, prefix: config.redisPrefix })
@@ -85,7 +88,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     auth: new Authenticator(db.sql),
     conversions: new ConversionService(db.sql, blobs, executor, {
       gate, ledger, limits, onError: (err, what) => log.error({ err }, what),
-    }),
+    }, { inline, capacity: config.poolThreads * 2 }),
   };
 
   const router = new Router();
@@ -119,6 +122,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   registerConvert(router, deps);
   registerEstimate(router, deps);
   registerConversions(router, deps);
+  registerEvents(router, deps);
   registerUploads(router, deps);
   registerOps(router, metrics);
   // Webhook deliveries: every process runs the loop; SKIP LOCKED claims split the work.
@@ -128,7 +132,6 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     onOutcome: (outcome) => metrics.webhookDeliveries.inc({ outcome }),
   });
   registerWebhooks(router, deps, webhooks);
-  for (const [method, pattern] of NOT_YET) router.add(method, pattern, notYet);
 
   const app: TemplatedApp = uws.App();
   app.any('/*', (res, req) => {
@@ -148,6 +151,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const sweeper = new Sweeper(db.sql, blobs, log, { intervalS: config.sweepIntervalS });
   sweeper.start();
   webhooks.start();
+  deps.conversions.start();
   return {
     port,
     deps,
@@ -155,6 +159,8 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     metrics,
     async close() {
       uws.us_listen_socket_close(listenSocket);
+      // Running jobs may finish within the grace period; the rest go back to the job table.
+      await deps.conversions.stop(config.shutdownGraceS * 1000);
       await sweeper.stop();
       await webhooks.stop();
       await executor.close();
@@ -162,10 +168,6 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
       if (!opts.db) await db.close();
     },
   };
-}
-
-function notYet(): never {
-  throw new ApiError('not_implemented', 'This endpoint is not available in this build yet.');
 }
 
 async function dispatch(router: Router, ctx: Ctx, log: Logger, metrics: Metrics): Promise<void> {

@@ -71,16 +71,19 @@ export async function markSourceRunning(sql: Sql, conversionId: string, sourceId
 
 /**
  * Records the outcome of one source (its outputs, or its error) and rolls the conversion up.
- * Returns the conversion's status after the change.
+ * Returns the conversion's status after the change, or null when `guard` refused the change.
  */
 export async function finishSource(
   sql: Sql,
   conv: { id: string; accountId: string; expiresAt: Date | null },
   sourceId: string,
   outcome: { outputs: NewFile[]; pages: number | null; credits: number } | { error: Problem },
-): Promise<ConversionStatus> {
+  guard?: (tx: Sql) => Promise<boolean>,
+): Promise<ConversionStatus | null> {
   return sql.begin(async (tx) => {
     const t = tx as unknown as Sql;
+    // A job's outcome counts only while its process still holds the job (see jobs/queue.ts).
+    if (guard && !(await guard(t))) return null;
     // Locked first: concurrent finishes of one conversion's sources roll up one after the other,
     // each seeing the other's files, and exactly one of them sees completed_at go from unset to set.
     const [before] = await t`select completed_at from conversions where id = ${conv.id} for update`;

@@ -30,8 +30,11 @@ export const DEFAULT_CREDITS = 1_000_000;
 export interface WorldOptions {
   /** Run the billing gate on Redis (a prefix of this world's own) instead of in process. */
   redis?: boolean;
-  /** Run conversions on this executor instead of the inline one (tests that hold work). */
+  /** Run conversions on this executor (tests that hold work). */
   executor?: Executor;
+  /** Run conversions on the real worker pool (1 thread) instead of in-thread; tests that
+   *  measure memory keep the default, as threads starting up move RSS. */
+  pool?: boolean;
   /** Credits granted to the main account (default DEFAULT_CREDITS). */
   credits?: number;
   plan?: Plan;
@@ -65,8 +68,9 @@ export async function startWorld(mode: Mode, env: Record<string, string> = {}, o
     : await openDb({ dataDir });
   const redisPrefix = opts.redis ? `test:world:${randomBytes(6).toString('hex')}:` : undefined;
   const redisEnv: Record<string, string> = redisPrefix ? { REDIS_URL, REDIS_PREFIX: redisPrefix } : {};
-  const config = { ...loadConfig({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...redisEnv, ...env }) };
-  const app = await startApp(config, { db, log: createLogger('silent'), executor: opts.executor });
+  const config = { ...loadConfig({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_S: '2', POOL_THREADS: '1', ...redisEnv, ...env }) };
+  const app = await startApp(config, { db, log: createLogger('silent'), executor: opts.executor ?? (opts.pool ? undefined
+    : new InlineExecutor({ tmpDir: path.join(dataDir, 'tmp'), allowPrivateNetwork: config.allowPrivateNetwork })) });
   const url = `http://127.0.0.1:${app.port}`;
 
   const grant: World['grant'] = (accountId, amount) => app.deps.ledger.grant(accountId, amount, 'test grant');
@@ -152,6 +156,11 @@ export class HeldExecutor implements Executor {
 
   queued(): number {
     return 0;
+  }
+
+  /** Saturated (as a full pool would be) while held with at least one task waiting. */
+  saturated(): boolean {
+    return this.held && this.waiting.length > 0;
   }
 
   async close(): Promise<void> {

@@ -8,7 +8,7 @@ const outputs = (c: ConvJ, format: string) => c.files.filter((f) => f.role === '
 
 for (const mode of MODES) {
   t.test(`first conversions (${mode})`, async (t) => {
-    const w = await startWorld(mode);
+    const w = await startWorld(mode, {}, { pool: true });
     t.teardown(() => w.close());
 
     await t.test('markdown to HTML renders GFM and escapes raw HTML', async (t) => {

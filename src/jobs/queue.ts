@@ -1,0 +1,72 @@
+// The durable job table: claim with SKIP LOCKED, renew leases, finish exactly once, hand back.
+// A job's outcome is recorded only by the process that still holds its lease, so a job that was
+// taken over after its first process stalled cannot be finished twice.
+import type { Sql } from '../store/db.js';
+
+export interface JobRow {
+  id: string;
+  conversion_id: string;
+  source_id: string;
+  account_id: string;
+  attempts: number;
+}
+
+/** Seconds a claim lasts without renewal (JOB_LEASE_S, for tests and tuning). */
+export const LEASE_S = Number(process.env.JOB_LEASE_S) || 30;
+/** After this many claims a job that keeps killing its process is failed instead. */
+export const MAX_ATTEMPTS = 3;
+
+/** Claims these jobs (just created by this process) if nobody has them yet. */
+export async function claimByIds(sql: Sql, owner: string, ids: string[]): Promise<JobRow[]> {
+  if (ids.length === 0) return [];
+  return await sql`
+    update jobs set status = 'running', lease_owner = ${owner}, attempts = attempts + 1,
+      lease_until = now() + make_interval(secs => ${LEASE_S})
+    where id in (select id from jobs where id in ${sql(ids)} and status = 'queued' for update skip locked)
+    returning id, conversion_id, source_id, account_id, attempts` as unknown as JobRow[];
+}
+
+/** Claims up to `limit` queued jobs, or running ones whose lease has expired, oldest first. */
+export async function claimNext(sql: Sql, owner: string, limit: number): Promise<JobRow[]> {
+  if (limit <= 0) return [];
+  return await sql`
+    update jobs set status = 'running', lease_owner = ${owner}, attempts = attempts + 1,
+      lease_until = now() + make_interval(secs => ${LEASE_S})
+    where id in (
+      select id from jobs
+      where status = 'queued' or (status = 'running' and lease_until < now())
+      order by created_at limit ${limit} for update skip locked)
+    returning id, conversion_id, source_id, account_id, attempts` as unknown as JobRow[];
+}
+
+/** Renews this owner's leases; returns the ids it still holds (a deleted job drops out). */
+export async function renew(sql: Sql, owner: string, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await sql`
+    update jobs set lease_until = now() + make_interval(secs => ${LEASE_S})
+    where id in ${sql(ids)} and lease_owner = ${owner} and status = 'running'
+    returning id`;
+  return new Set(rows.map((r) => r.id as string));
+}
+
+/** Marks a job done inside the caller's transaction; false when this owner no longer holds it. */
+export async function completeJob(tx: Sql, owner: string, id: string): Promise<boolean> {
+  const rows = await tx`update jobs set status = 'done', lease_owner = null, lease_until = null
+                        where id = ${id} and lease_owner = ${owner} and status = 'running' returning id`;
+  return rows.length === 1;
+}
+
+/** Gives back this owner's running jobs so another process can take them at once. */
+export async function handBack(sql: Sql, owner: string, ids?: string[]): Promise<number> {
+  const rows = ids
+    ? await sql`update jobs set status = 'queued', lease_owner = null, lease_until = null, attempts = greatest(attempts - 1, 0)
+                where lease_owner = ${owner} and status = 'running' and id in ${sql(ids.length ? ids : [''])} returning id`
+    : await sql`update jobs set status = 'queued', lease_owner = null, lease_until = null, attempts = greatest(attempts - 1, 0)
+                where lease_owner = ${owner} and status = 'running' returning id`;
+  return rows.length;
+}
+
+export async function setProgress(sql: Sql, owner: string, id: string, done: number, total: number): Promise<void> {
+  await sql`update jobs set progress_done = ${done}, progress_total = ${total}
+            where id = ${id} and lease_owner = ${owner}`;
+}

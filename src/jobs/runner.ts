@@ -1,0 +1,109 @@
+// Runs durable jobs in this process: the ones it just accepted (claimed at once by id) and any
+// queued or abandoned ones it finds while it has room (claimed by polling, SKIP LOCKED). It
+// renews the leases of what it runs, notices jobs deleted under it, and on shutdown lets
+// running work finish within a grace period before handing the rest back.
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { Sql } from '../store/db.js';
+import { claimByIds, claimNext, handBack, renew, LEASE_S, type JobRow } from './queue.js';
+
+export type JobHandler = (job: JobRow, signal: AbortSignal) => Promise<void>;
+
+export interface RunnerOptions {
+  /** Jobs this process runs at once (the pool's threads plus a small queue). */
+  capacity: number;
+  pollMs?: number;
+  heartbeatMs?: number;
+}
+
+interface Running {
+  job: JobRow;
+  ctrl: AbortController;
+  done: Promise<void>;
+}
+
+export class JobRunner {
+  readonly owner = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private running = new Map<string, Running>();
+  private pollTimer?: NodeJS.Timeout;
+  private beatTimer?: NodeJS.Timeout;
+  private stopping = false;
+  private polling = false;
+
+  constructor(private sql: Sql, private handler: JobHandler, private opts: RunnerOptions) {}
+
+  start(): void {
+    this.pollTimer = setInterval(() => void this.poll(), this.opts.pollMs ?? 500);
+    this.beatTimer = setInterval(() => void this.heartbeat(), this.opts.heartbeatMs ?? (LEASE_S * 1000) / 3);
+    this.pollTimer.unref();
+    this.beatTimer.unref();
+  }
+
+  /** Free places for more work in this process. */
+  room(): number {
+    return Math.max(0, this.opts.capacity - this.running.size);
+  }
+
+  /** Claims and starts jobs this process has just created; returns those it got. */
+  async runNow(ids: string[]): Promise<Array<Promise<void>>> {
+    if (this.stopping) return [];
+    const jobs = await claimByIds(this.sql, this.owner, ids);
+    return jobs.map((j) => this.start1(j));
+  }
+
+  /** Aborts this process's running jobs of a conversion (it was deleted). */
+  abortConversion(conversionId: string): void {
+    for (const r of this.running.values()) if (r.job.conversion_id === conversionId) r.ctrl.abort();
+  }
+
+  private start1(job: JobRow): Promise<void> {
+    const ctrl = new AbortController();
+    const done = this.handler(job, ctrl.signal)
+      .catch(() => {})
+      .finally(() => this.running.delete(job.id));
+    this.running.set(job.id, { job, ctrl, done });
+    return done;
+  }
+
+  async poll(): Promise<void> {
+    if (this.stopping || this.polling) return;
+    const room = this.room();
+    if (room === 0) return;
+    this.polling = true;
+    try {
+      const jobs = await claimNext(this.sql, this.owner, room);
+      for (const j of jobs) this.start1(j);
+    } catch {
+      // The database is away: try again at the next tick.
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private async heartbeat(): Promise<void> {
+    const ids = [...this.running.keys()];
+    if (ids.length === 0) return;
+    try {
+      const held = await renew(this.sql, this.owner, ids);
+      for (const id of ids) if (!held.has(id)) this.running.get(id)?.ctrl.abort();
+    } catch {
+      // Leases run for LEASE_S; a short database outage does not lose them.
+    }
+  }
+
+  /** Stops claiming, waits up to `graceMs` for running jobs, aborts and hands back the rest. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.pollTimer);
+    const all = Promise.all([...this.running.values()].map((r) => r.done));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all, new Promise((r) => { timer = setTimeout(r, graceMs); })]);
+    clearTimeout(timer);
+    clearInterval(this.beatTimer);
+    const left = [...this.running.keys()];
+    if (left.length > 0) {
+      await handBack(this.sql, this.owner, left).catch(() => 0);
+      for (const r of this.running.values()) r.ctrl.abort();
+    }
+  }
+}

@@ -1,0 +1,96 @@
+import t from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
+import { Redis } from 'ioredis';
+import { PG_URL } from '../helpers/world.js';
+import { openDb } from '../../src/store/db.js';
+import { createAccount, createKey, SCOPES } from '../../src/store/accounts.js';
+import { grantCredits } from '../../src/billing/ledger.js';
+import { buildScanPdf } from '../fixtures/build/pdf.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import=tsx', 'src/main.ts'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${buf}`)), 30_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const m = /"port":(\d+)/.exec(buf);
+      if (m) { clearTimeout(timer); resolve({ child, port: Number(m[1]) }); }
+    });
+    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${buf}`)));
+  });
+}
+
+t.test('two processes on one database: the job of a killed process is finished by the other, charged once', async (t) => {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const prefix = `test:takeover:${randomBytes(4).toString('hex')}:`;
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-takeover-'));
+  const db = await openDb({ databaseUrl: PG_URL, schema, dataDir });
+  const account = await createAccount(db.sql, { name: 'takeover', plan: 'pro' });
+  const { key } = await createKey(db.sql, account.id, SCOPES);
+  await grantCredits(db.sql, account.id, 1000, 'test');
+  const env = {
+    DATABASE_URL: PG_URL, DATABASE_SCHEMA: schema, REDIS_URL, REDIS_PREFIX: prefix, DATA_DIR: dataDir,
+    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_PRETTY: '0', POOL_THREADS: '1', JOB_LEASE_S: '2', SHUTDOWN_GRACE_S: '1',
+  };
+  const children: ChildProcess[] = [];
+  t.teardown(async () => {
+    for (const c of children) c.kill('SIGKILL');
+    await db.close();
+    const sql = postgres(PG_URL, { max: 1, onnotice: () => {} });
+    await sql.unsafe(`drop schema if exists "${schema}" cascade`);
+    await sql.end();
+    const redis = new Redis(REDIS_URL);
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const a = await startServer(env);
+  children.push(a.child);
+  // A slow job: a scanned page OCR'd several times over (ocr: true on a multi-page scan).
+  const pdf = await buildScanPdf(dataDir, 'scan.pdf');
+  const fd = new FormData();
+  fd.append('file', new Blob([readFileSync(pdf)]), 'scan.pdf');
+  fd.append('ocr', 'true');
+  const res = await fetch(`http://127.0.0.1:${a.port}/v1/convert/pdf?wait=0`, { method: 'POST', headers: { 'x-api-key': key }, body: fd });
+  t.equal(res.status, 202);
+  const conv = await res.json() as { id: string; usage: { credits_reserved: number } };
+
+  // Wait until A holds the job, then start B and kill A mid-work.
+  let owner = '';
+  for (let i = 0; i < 200 && !owner.includes(`:${a.child.pid}:`); i++) {
+    const [j] = await db.sql`select lease_owner from jobs where conversion_id = ${conv.id}`;
+    owner = (j?.lease_owner as string | null) ?? '';
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  t.match(owner, `:${a.child.pid}:`, 'process A claimed the job');
+  const b = await startServer(env);
+  children.push(b.child);
+  a.child.kill('SIGKILL');
+
+  let status = '';
+  for (let i = 0; i < 600 && !['completed', 'failed', 'completed_with_errors'].includes(status); i++) {
+    const r = await fetch(`http://127.0.0.1:${b.port}/v1/conversions/${conv.id}`, { headers: { 'x-api-key': key } });
+    status = ((await r.json()) as { status: string }).status;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  t.equal(status, 'completed', 'process B completed the conversion');
+  const [job] = await db.sql`select status, attempts, lease_owner from jobs where conversion_id = ${conv.id}`;
+  t.equal(job!.status, 'done');
+  t.equal(job!.attempts, 2, 'claimed twice: by A, then by B');
+  const rows = await db.sql`select kind, amount from ledger where conversion_id = ${conv.id} order by id`;
+  t.same(rows.map((r) => r.kind), ['reserve', 'release', 'charge'], 'reserved once, settled once');
+  const charge = rows.find((r) => r.kind === 'charge');
+  t.equal(-Number(charge!.amount), conv.usage.credits_reserved, 'charged what the pages cost, once');
+  const [sum] = await db.sql`select sum(amount)::int as n from ledger where account_id = ${account.id}`;
+  t.equal(sum!.n, 1000 - conv.usage.credits_reserved, 'the balance moved by the charge alone');
+});
