@@ -12,7 +12,7 @@ const db = await openDb({ databaseUrl: config.databaseUrl, schema: config.databa
 if (db.embedded) {
   const dev = await ensureDevAccount(db.sql);
   if (dev) {
-    process.stdout.write(`\nEmbedded mode: created account ${dev.accountId} (plan ${dev.plan}).\n`
+    process.stdout.write(`\nEmbedded mode: created account ${dev.accountId} (plan ${dev.plan}, ${dev.credits} credits).\n`
       + `API key (shown once, keep it): ${dev.key}\n\n`);
   }
 }

@@ -4,11 +4,17 @@
 import { loadConfig } from '../config.js';
 import { openDb, type Db } from '../store/db.js';
 import {
-  createAccount, createKey, listAccounts, revokeKey, updateAccount, PLANS, SCOPES, type Plan, type Scope, type Subscription,
+  createAccount, createKey, getAccount, listAccounts, revokeKey, updateAccount, PLANS, SCOPES, type Plan, type Scope, type Subscription,
 } from '../store/accounts.js';
+import { grantCredits, readLedger, MAX_GRANT } from '../billing/ledger.js';
 import { parseArgs, need, UsageError, type Parsed } from './args.js';
+import { ApiFailure, clientEnv, convertCommand, estimateCommand } from './client.js';
 
 const USAGE = `Usage: docpipe <command>
+
+Client (DOCPIPE_URL, default http://localhost:8080, and DOCPIPE_API_KEY):
+  convert <file|url>... [--to md|html|text|pages] [--out DIR] [--wait] [--kind KIND]
+  estimate <file|url>... [--kind KIND]
 
 Admin (DATABASE_URL, or the embedded store under DATA_DIR):
   accounts create --name NAME --plan lite|pro|max|free [--key] [--scopes read,convert,...]
@@ -16,6 +22,8 @@ Admin (DATABASE_URL, or the embedded store under DATA_DIR):
   accounts set --account ID [--plan PLAN] [--subscription active|canceled|past_due]
   keys create --account ID [--scopes read,convert,uploads,webhooks]
   keys revoke --key-id ID
+  credits grant --account ID --amount N [--note TEXT]
+  credits balance --account ID
 `;
 
 type Out = (line: string) => void;
@@ -92,6 +100,30 @@ export async function admin(p: Parsed, out: Out): Promise<void> {
       out(`key ${id} revoked`);
       return;
     }
+    case 'credits grant': {
+      const id = need(p, 'account');
+      const amount = Number(need(p, 'amount'));
+      if (!Number.isInteger(amount) || amount <= 0 || amount > MAX_GRANT) throw new UsageError(`--amount must be a whole number from 1 to ${MAX_GRANT}`);
+      const note = typeof p.flags.note === 'string' ? p.flags.note : 'admin grant';
+      const config = loadConfig();
+      await withDb(async (db) => {
+        if (!(await getAccount(db.sql, id))) throw new UsageError(`no account ${id}`);
+        // With Redis, the gate's copy of a loaded balance moves too; otherwise the next request
+        // rebuilds it from the ledger, which already holds the grant.
+        await grantCredits(db.sql, id, amount, note, config.redisUrl ? { url: config.redisUrl, prefix: config.redisPrefix } : undefined);
+        out(`granted ${amount} credits to ${id}; balance ${(await readLedger(db.sql, id)).balance}`);
+      });
+      return;
+    }
+    case 'credits balance': {
+      const id = need(p, 'account');
+      await withDb(async (db) => {
+        if (!(await getAccount(db.sql, id))) throw new UsageError(`no account ${id}`);
+        const l = await readLedger(db.sql, id);
+        out(`${id} balance ${l.balance} (${l.reservations.length} open reservations)`);
+      });
+      return;
+    }
     default:
       throw new UsageError(`unknown command "${p.words.join(' ')}"`);
   }
@@ -104,9 +136,15 @@ export async function main(argv: string[], out: Out = (l) => console.log(l), err
     return p.words.length === 0 && !p.flags.help ? 2 : 0;
   }
   try {
+    if (p.words[0] === 'convert') return await convertCommand(p, clientEnv(out));
+    if (p.words[0] === 'estimate') return await estimateCommand(p, clientEnv(out));
     await admin(p, out);
     return 0;
   } catch (e) {
+    if (e instanceof ApiFailure) {
+      err(`docpipe: ${e.message}`);
+      return 1;
+    }
     if (e instanceof UsageError) {
       err(`docpipe: ${e.message}`);
       err(USAGE);

@@ -49,6 +49,11 @@ for (const mode of ['postgres', 'embedded'] as const) {
     t.equal(key.code, 0, key.err);
     const apiKey = /(dp_live_\w+)/.exec(key.out)?.[1];
     t.ok(apiKey, 'prints the key once');
+    const granted = await cli(env, 'credits', 'grant', '--account', accountId!, '--amount', '50');
+    t.equal(granted.code, 0, granted.err);
+    t.match(granted.out, 'balance 50');
+    const badAmount = await cli(env, 'credits', 'grant', '--account', accountId!, '--amount', '-3');
+    t.equal(badAmount.code, 2);
     const listed = await cli(env, 'accounts', 'list');
     t.match(listed.out, `${accountId}\tlite\tactive\tAcme`);
     const bad = await cli(env, 'keys', 'create', '--account', 'acct_nope');
@@ -66,6 +71,10 @@ for (const mode of ['postgres', 'embedded'] as const) {
         method: 'POST', headers: { 'x-api-key': apiKey!, 'content-type': 'application/json' }, body: JSON.stringify({ text: '*hi*' }),
       });
       t.equal(res.status, 200);
+      const est = await fetch(`http://127.0.0.1:${app.port}/v1/convert/text/estimate`, {
+        method: 'POST', headers: { 'x-api-key': apiKey!, 'content-type': 'application/json' }, body: JSON.stringify({ text: 'x' }),
+      });
+      t.equal((await est.json() as { balance: number }).balance, 50, 'the server sees the granted credits');
       const set = await (async () => { await app.close(); await db.close(); return cli(env, 'accounts', 'set', '--account', accountId!, '--subscription', 'canceled'); })();
       t.equal(set.code, 0, set.err);
     } catch (e) {

@@ -145,9 +145,7 @@ for (const mode of MODES) {
       t.same(readdirSync(tmp), []);
     });
 
-    await t.test('convert by reference end to end', {
-      todo: 'ConversionService.accept() (src/jobs/service.ts, billing\'s file) still answers 501 for file/upload references; the lead wires resolveSources in',
-    }, async (t) => {
+    await t.test('convert by reference end to end', async (t) => {
       const res = await w.req('POST', '/v1/convert/text', { json: { file: source.id } });
       t.equal(res.status, 200);
       const c = await res.json() as ConvJ;

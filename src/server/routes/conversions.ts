@@ -62,7 +62,8 @@ export function registerConversions(router: Router, deps: Deps): void {
       if (!c || typeof c.p !== 'number') throw new ApiError('invalid_request', '"files_cursor" is not a cursor this API returned.');
       filesAfter = c.p;
     }
-    sendJson(ctx, 200, await conversionJson(sql, row, { withContent: true, filesAfter }));
+    const balance = await deps.ledger.balance(p.accountId);
+    sendJson(ctx, 200, await conversionJson(sql, row, { withContent: true, filesAfter, balance }));
   });
 
   router.add('DELETE', '/v1/conversions/:id', async (ctx) => {

@@ -4,7 +4,7 @@
 // reserves. An estimate never checks plan limits, never fails on a short balance, never creates
 // a conversion or reserves; the sources it staged are removed by the request's clean-ups.
 // URL sources are priced without fetching: the fetch plus the minimum price of a document (2).
-import { ApiError } from '../../errors.js';
+import { resolveSources } from '../../uploads/refs.js';
 import { ENDPOINTS, KINDS } from '../../converters/registry.js';
 import { requireScope, requireSubscription } from '../auth.js';
 import { checkRate, principalOf, type Deps } from '../deps.js';
@@ -26,10 +26,13 @@ export function registerEstimate(router: Router, deps: Deps): void {
       requireSubscription(p);
       await checkRate(deps, p);
       const req = await readConvertRequest(deps, ctx, kind);
-      if (req.fileRefs.length || req.uploadRefs.length) {
-        throw new ApiError('not_implemented', 'References to earlier files and uploads are not available in this build yet.');
+      const refs = await resolveSources(deps.db.sql, deps.blobs, p, req);
+      let planned;
+      try {
+        planned = await deps.conversions.plan({ ...req, sources: [...req.sources, ...refs.sources] });
+      } finally {
+        await refs.release();
       }
-      const planned = await deps.conversions.plan(req);
       const body: EstimateJson = {
         sources: planned.map((s) => ({ name: s.name, pages: s.count.pages, credits: s.credits })),
         credits_total: planned.reduce((a, s) => a + s.credits, 0),
