@@ -21,6 +21,8 @@ export interface FileJson {
   error: unknown;
   links: { content: string };
   outputs?: Array<{ id: string; format: string | null }>;
+  /** While a source is queued or running: pages converted so far and the total. */
+  progress?: { pages_done: number; pages_total: number | null };
 }
 
 export interface ConversionJson {
@@ -56,6 +58,9 @@ function fileJson(conversionId: string, f: FileRow): FileJson {
     content: f.content,
     error: f.error,
     links: { content: `/v1/conversions/${conversionId}/files/${f.id}/content` },
+    ...(f.role === 'source' && (f.status === 'queued' || f.status === 'running')
+      ? { progress: { pages_done: f.progress_done ?? 0, pages_total: f.progress_total || f.pages } }
+      : {}),
   };
 }
 

@@ -55,6 +55,10 @@ const schemas: Record<string, Schema> = {
       error: nullable(ref('Problem')),
       links: { type: 'object', properties: { content: str('Download path of the bytes.') } },
       outputs: { type: 'array', items: ref('FileOutputRef'), description: 'On sources: the outputs made from them.' },
+      progress: {
+        type: 'object', description: 'On sources still queued or running: pages converted so far.',
+        properties: { pages_done: int(), pages_total: nullable(int()) },
+      },
     },
   },
   Conversion: {

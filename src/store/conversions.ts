@@ -168,6 +168,9 @@ export interface FileRow {
   content: string | null;
   blob: string | null;
   error: Problem | null;
+  /** Pages done / total of a source still being converted (from its job). */
+  progress_done?: number | null;
+  progress_total?: number | null;
 }
 
 export const FILES_PAGE = 100;
@@ -175,12 +178,15 @@ export const FILES_PAGE = 100;
 /** Files of a conversion in order, FILES_PAGE at a time after the `after` position. */
 export async function filesPage(sql: Sql, conversionId: string, after: number, withContent: boolean): Promise<FileRow[]> {
   const rows = withContent
-    ? await sql`select * from files where conversion_id = ${conversionId} and position > ${after}
-                order by position limit ${FILES_PAGE + 1}`
-    : await sql`select id, conversion_id, position, role, source_id, name, mime, status, format, variant,
-                  bytes, pages, credits, null as content, blob, error
-                from files where conversion_id = ${conversionId} and position > ${after}
-                order by position limit ${FILES_PAGE + 1}`;
+    ? await sql`select f.*, j.progress_done, j.progress_total from files f
+                left join jobs j on j.source_id = f.id and f.status in ('queued', 'running')
+                where f.conversion_id = ${conversionId} and f.position > ${after}
+                order by f.position limit ${FILES_PAGE + 1}`
+    : await sql`select f.id, f.conversion_id, f.position, f.role, f.source_id, f.name, f.mime, f.status, f.format,
+                  f.variant, f.bytes, f.pages, f.credits, null as content, f.blob, f.error, j.progress_done, j.progress_total
+                from files f left join jobs j on j.source_id = f.id and f.status in ('queued', 'running')
+                where f.conversion_id = ${conversionId} and f.position > ${after}
+                order by f.position limit ${FILES_PAGE + 1}`;
   return rows as unknown as FileRow[];
 }
 

@@ -7,7 +7,7 @@ import { PoolExecutor, type PoolTask } from '../../src/pool/pool.js';
 import type { Executor } from '../../src/jobs/executor.js';
 import { buildManyPagesPdf } from '../fixtures/build/pdf.js';
 
-interface Conv { id: string; status: string; async_reason: string | null; files: Array<{ role: string; name: string; status: string; error: { error: string; detail: string } | null; content: string | null }>; usage: { credits_reserved: number; credits_charged: number; credits_remaining: number | null } }
+interface Conv { id: string; status: string; async_reason: string | null; files: Array<{ role: string; name: string; status: string; error: { error: string; detail: string } | null; content: string | null; progress?: { pages_done: number } }>; usage: { credits_reserved: number; credits_charged: number; credits_remaining: number | null } }
 
 async function until(w: { req: (m: string, p: string) => Promise<Response> }, id: string, pred: (c: Conv) => boolean, ms = 20_000): Promise<Conv> {
   const end = Date.now() + ms;
@@ -31,6 +31,9 @@ for (const mode of MODES) {
       const c = await res.json() as Conv;
       t.equal(c.async_reason, 'respond_async');
       t.not(c.status, 'completed');
+      const live = await until(w, c.id, (x) => x.files[0]!.status === 'running');
+      t.equal(live.status, 'running', 'GET shows the conversion running');
+      t.match(live.files[0], { role: 'source', status: 'running', progress: { pages_done: 0 } }, 'and its source with progress');
       held.release();
       const done = await until(w, c.id, (x) => x.status === 'completed');
       t.equal(done.status, 'completed');

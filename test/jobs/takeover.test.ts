@@ -1,4 +1,5 @@
 import t from 'tap';
+import type { Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -28,7 +29,7 @@ function startServer(env: Record<string, string>): Promise<{ child: ChildProcess
   });
 }
 
-t.test('two processes on one database: the job of a killed process is finished by the other, charged once', async (t) => {
+async function setup(t: Test) {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const prefix = `test:takeover:${randomBytes(4).toString('hex')}:`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-takeover-'));
@@ -54,16 +55,25 @@ t.test('two processes on one database: the job of a killed process is finished b
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const a = await startServer(env);
-  children.push(a.child);
-  // A slow job: a scanned page OCR'd several times over (ocr: true on a multi-page scan).
+  return { db, account, key, env, children, dataDir };
+}
+
+async function submitSlow(port: number, key: string, dataDir: string): Promise<{ id: string; usage: { credits_reserved: number } }> {
   const pdf = await buildScanPdf(dataDir, 'scan.pdf');
   const fd = new FormData();
   fd.append('file', new Blob([readFileSync(pdf)]), 'scan.pdf');
   fd.append('ocr', 'true');
-  const res = await fetch(`http://127.0.0.1:${a.port}/v1/convert/pdf?wait=0`, { method: 'POST', headers: { 'x-api-key': key }, body: fd });
-  t.equal(res.status, 202);
-  const conv = await res.json() as { id: string; usage: { credits_reserved: number } };
+  const res = await fetch(`http://127.0.0.1:${port}/v1/convert/pdf?wait=0`, { method: 'POST', headers: { 'x-api-key': key }, body: fd });
+  if (res.status !== 202) throw new Error(`expected 202, got ${res.status}`);
+  return await res.json() as { id: string; usage: { credits_reserved: number } };
+}
+
+t.test('two processes on one database: the job of a killed process is finished by the other, charged once', async (t) => {
+  const { db, account, key, env, children, dataDir } = await setup(t);
+  const a = await startServer(env);
+  children.push(a.child);
+  // A slow job: a scanned page OCR'd several times over (ocr: true on a multi-page scan).
+  const conv = await submitSlow(a.port, key, dataDir);
 
   // Wait until A holds the job, then start B and kill A mid-work.
   let owner = '';
@@ -93,4 +103,31 @@ t.test('two processes on one database: the job of a killed process is finished b
   t.equal(-Number(charge!.amount), conv.usage.credits_reserved, 'charged what the pages cost, once');
   const [sum] = await db.sql`select sum(amount)::int as n from ledger where account_id = ${account.id}`;
   t.equal(sum!.n, 1000 - conv.usage.credits_reserved, 'the balance moved by the charge alone');
+});
+
+t.test('SIGTERM hands back a job that cannot finish within the grace period', async (t) => {
+  const { db, key, env, children, dataDir } = await setup(t);
+  const a = await startServer({ ...env, SHUTDOWN_GRACE_S: '0' });
+  children.push(a.child);
+  const conv = await submitSlow(a.port, key, dataDir);
+  for (let i = 0; i < 200; i++) {
+    const [j] = await db.sql`select status from jobs where conversion_id = ${conv.id}`;
+    if (j?.status === 'running') break;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const exited = new Promise<number | null>((r) => a.child.once('exit', (code) => r(code)));
+  a.child.kill('SIGTERM');
+  t.equal(await exited, 0, 'the process exits cleanly');
+  const [job] = await db.sql`select status, lease_owner from jobs where conversion_id = ${conv.id}`;
+  t.equal(job!.status, 'queued', 'the job is back in the queue');
+  t.equal(job!.lease_owner, null, 'with no owner, for any process to take at once');
+  const b = await startServer(env);
+  children.push(b.child);
+  let status = '';
+  for (let i = 0; i < 600 && status !== 'completed'; i++) {
+    const r = await fetch(`http://127.0.0.1:${b.port}/v1/conversions/${conv.id}`, { headers: { 'x-api-key': key } });
+    status = ((await r.json()) as { status: string }).status;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  t.equal(status, 'completed', 'another process finished it');
 });

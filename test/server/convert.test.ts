@@ -103,6 +103,18 @@ for (const mode of MODES) {
       t.equal((await res.json() as { error: string }).error, 'input_format_mismatch');
     });
 
+    await t.test('a PDF sent to /word is refused with 415 naming the endpoint to use', async (t) => {
+      const fd = new FormData();
+      fd.append('file', new Blob([Buffer.from('%PDF-1.7\n1 0 obj\n<<>>\nendobj\n%%EOF\n')], { type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' }), 'letter.docx');
+      const res = await w.req('POST', '/v1/convert/word', { body: fd });
+      t.equal(res.status, 415);
+      const p = await res.json() as { error: string; detail: string };
+      t.equal(p.error, 'input_format_mismatch');
+      t.match(p.detail, 'Word');
+      const list = await (await w.req('GET', '/v1/conversions?limit=100')).json() as { data: Array<{ name: string }> };
+      t.notOk(list.data.some((c) => c.name === 'word'), 'no conversion was created');
+    });
+
     await t.test('bad requests get a 400 naming what is wrong', async (t) => {
       const cases: Array<[unknown, RegExp]> = [
         [{ texts: 'x' }, /texts/],

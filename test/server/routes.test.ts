@@ -1,5 +1,16 @@
 import t from 'tap';
 import { startWorld } from '../helpers/world.js';
+import { loadUws } from '../../src/server/app.js';
+
+t.test('start-up refuses the slow JS fallback of uWebSockets.js', async (t) => {
+  t.equal(typeof loadUws().App, 'function', 'the native binary loads');
+  process.env.UWS_USE_FALLBACK = '1';
+  try {
+    t.throws(() => loadUws(), /native binary/);
+  } finally {
+    delete process.env.UWS_USE_FALLBACK;
+  }
+});
 
 t.test('the route table', async (t) => {
   const w = await startWorld('postgres');
