@@ -69,8 +69,17 @@ export class RedisGate implements Gate {
     this.prefix = opts.prefix;
     this.ownsClient = typeof opts.redis === 'string';
     this.redis = typeof opts.redis === 'string'
-      ? new Redis(opts.redis, { enableAutoPipelining: true })
+      ? new Redis(opts.redis, {
+        enableAutoPipelining: true,
+        // A request must not hang while Redis is away: fail it after a short retry (the server
+        // answers 503 service_unavailable, retryable) and keep reconnecting in the background.
+        maxRetriesPerRequest: 2,
+        connectTimeout: 2_000,
+      })
       : opts.redis;
+    // Connection errors surface on the commands that fail (and in /readyz); without a listener
+    // ioredis would print every reconnect attempt.
+    if (this.ownsClient) this.redis.on('error', () => {});
     for (const [name, s] of loadScripts()) {
       this.redis.defineCommand(s.command, { numberOfKeys: s.numberOfKeys, lua: s.lua });
       const fn = (this.redis as unknown as Record<string, ScriptFn>)[s.command]!;
@@ -171,8 +180,14 @@ export class RedisGate implements Gate {
 
   async close(): Promise<void> {
     if (!this.ownsClient) return;
+    if (this.redis.status !== 'ready') {
+      // QUIT needs a live connection. While Redis is away, stop reconnecting: ioredis then
+      // drops its reconnect timer without ever emitting 'end', so there is nothing to wait for.
+      this.redis.disconnect();
+      return;
+    }
     const ended = new Promise((resolve) => this.redis.once('end', resolve));
-    await this.redis.quit();
+    await this.redis.quit().catch(() => this.redis.disconnect());
     await ended;
   }
 }

@@ -140,7 +140,10 @@ export function sendError(ctx: Ctx, err: unknown, log?: (err: unknown) => void):
 
 /** Connection-level failures of Postgres/Redis, which the client should retry. */
 function isUnavailable(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
+  const e = err as { code?: string; name?: string; message?: string } | null;
+  // ioredis gives up on a command with these while Redis is away.
+  if (e?.name === 'MaxRetriesPerRequestError' || /^Connection is closed/.test(e?.message ?? '')) return true;
+  const code = e?.code;
   return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'CONNECTION_CLOSED'
     || code === 'CONNECTION_ENDED' || code === 'CONNECTION_DESTROYED' || code === 'CONNECT_TIMEOUT'
     || code === '57P01' || code === '57P03';

@@ -1,0 +1,39 @@
+import t from 'tap';
+import net from 'node:net';
+import { startWorld } from '../helpers/world.js';
+
+/** A TCP relay to the real Redis that the test can cut, as if Redis went away. */
+async function relay(): Promise<{ port: number; cut: () => Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(6379, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const end = () => { client.destroy(); upstream.destroy(); };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    cut: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
+  };
+}
+
+t.test('with Redis unreachable, credit-spending requests answer 503 service_unavailable, retryable', async (t) => {
+  const r = await relay();
+  const w = await startWorld('postgres', { REDIS_URL: `redis://127.0.0.1:${r.port}`, REDIS_PREFIX: `test:down:${r.port}:` });
+  t.teardown(() => w.close());
+  t.equal((await w.req('POST', '/v1/convert/text', { json: { text: 'with the gate' } })).status, 200, 'works while Redis answers');
+  await r.cut();
+  const t0 = Date.now();
+  const res = await w.req('POST', '/v1/convert/text', { json: { text: 'no gate' } });
+  t.equal(res.status, 503);
+  const p = await res.json() as { error: string; retryable: boolean };
+  t.equal(p.error, 'service_unavailable');
+  t.equal(p.retryable, true);
+  t.ok(Date.now() - t0 < 15_000, `answered in ${Date.now() - t0} ms, without hanging`);
+  t.equal((await w.req('GET', '/readyz', { key: null })).status, 503, 'readyz says so too');
+  const [n] = await w.db.sql`select count(*)::int as n from conversions`;
+  t.equal(n!.n, 1, 'nothing was created while Redis was away');
+});
