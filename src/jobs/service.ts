@@ -64,6 +64,8 @@ export interface Accepted {
   sources: number;
   /** The pool was past its high-water mark: the jobs wait in the table for a free place. */
   capacity: boolean;
+  /** Already terminal when accepted (rendered in the request). */
+  finished?: boolean;
 }
 
 export interface LifecycleOptions {
@@ -262,8 +264,16 @@ export class ConversionService {
       return { id, name: s.name, mime: s.mime, bytes: s.bytes, blob: this.blobs.nameFor(p.accountId, id), count: s.count, credits: s.credits };
     });
     const jobIds = sources.map(() => newId('job'));
+    const conv = { id: conversionId, accountId: p.accountId, expiresAt };
+    // Small Markdown renders are pure and fast: they are rendered before the insert and stored
+    // completed in the same transaction, with no job at all (one commit on the cheap path).
+    const rendered = await this.renderNow(req, planned);
+    const outputs: NewFile[][] = [];
     try {
       for (let i = 0; i < sources.length; i++) await this.blobs.adopt(planned[i]!.path, sources[i]!.blob);
+      if (rendered) {
+        for (let i = 0; i < sources.length; i++) outputs.push(await this.outputFiles(p.accountId, sources[i]!, i, rendered[i]!));
+      }
       await this.sql.begin(async (tx) => {
         const t = tx as unknown as Sql;
         if (idem && !await claimKey(t, { accountId: p.accountId, ...idem, conversionId })) throw new KeyTaken();
@@ -278,6 +288,12 @@ export class ConversionService {
         })));
         await countMonthlyFiles(t, p.accountId, sources.length, limits.filesPerMonth);
         if (gated) await recordReservation(t, p.accountId, conversionId, credits);
+        if (rendered) {
+          for (let i = 0; i < sources.length; i++) {
+            await finishSource(joined, conv, sources[i]!.id, { outputs: outputs[i]!, pages: rendered[i]!.pageCount, credits: 0 });
+          }
+          return;
+        }
         // One durable job per source, committed with the conversion: if this process dies now,
         // another one finds the jobs and runs them.
         await t`insert into jobs ${t(sources.map((s, i) => ({
@@ -285,14 +301,15 @@ export class ConversionService {
         })))}`;
       });
     } catch (err) {
-      await this.blobs.remove(sources.map((s) => s.blob));
+      await this.blobs.remove([...sources.map((s) => s.blob), ...outputs.flat().flatMap((o) => (o.blob ? [o.blob] : []))]);
       throw err;
     }
+    const pdfPagesOf = (): number => (req.kind === 'pdf' ? sources.reduce((a, s) => a + s.count.pages, 0) : 0);
+    if (rendered) return { conversionId, done: Promise.resolve(), pdfPages: pdfPagesOf(), sources: sources.length, capacity: false, finished: true };
     const capacity = !isRender(req.kind) && this.executor.saturated?.() === true;
     const started = capacity ? [] : await this.runner.runNow(jobIds);
     const done = Promise.all(started).then(() => undefined);
-    const pdfPages = req.kind === 'pdf' ? sources.reduce((a, s) => a + s.count.pages, 0) : 0;
-    return { conversionId, done, pdfPages, sources: sources.length, capacity };
+    return { conversionId, done, pdfPages: pdfPagesOf(), sources: sources.length, capacity };
   }
 
   /**
@@ -315,6 +332,7 @@ export class ConversionService {
 
   /** Waits up to `seconds` for the conversion; returns the async reason when it is still going. */
   async waitFor(a: Accepted, seconds: number, reason: AsyncReason | undefined): Promise<AsyncReason | undefined> {
+    if (a.finished) return undefined;
     let why = reason ?? ConversionService.syncRefusal(a) ?? (a.capacity ? 'capacity' : undefined);
     if (!why && seconds <= 0) why = 'respond_async';
     if (!why) {
@@ -386,6 +404,18 @@ export class ConversionService {
     }
     if (status && TERMINAL.has(status) && c.operation !== 'render') {
       await this.settleCredits(conv.accountId, conv.id).catch((err: unknown) => this.billing.onError?.(err, `settling ${conv.id}`));
+    }
+  }
+
+  /** Renders small Markdown sources in this thread; undefined when the request is not that. */
+  private async renderNow(req: ConvertRequest, planned: PlannedEstimate[]): Promise<RunResult[] | undefined> {
+    if (!isRender(req.kind) || planned.length > SYNC_MAX_SOURCES || planned.some((s) => s.bytes > INLINE_RENDER_BYTES)) return undefined;
+    try {
+      const signal = new AbortController().signal;
+      return await Promise.all(planned.map((s) => this.inline.run(
+        { kind: req.kind, path: s.path, name: s.name, mime: s.mime, options: req.options }, signal)));
+    } catch {
+      return undefined; // rendered as jobs instead, where a failure is recorded per file
     }
   }
 
