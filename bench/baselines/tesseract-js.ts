@@ -1,0 +1,51 @@
+// Scenario C's baseline: tesseract.js called directly, one worker per thread docpipe's pool has,
+// with the model and settings docpipe's OCR uses (src/converters/shared/ocr.ts): LSTM "best_int"
+// English from node_modules, automatic page segmentation, 300 dpi. Whole corpus passes until
+// `minSeconds` is filled.
+import { readFileSync } from 'node:fs';
+import Tesseract from 'tesseract.js';
+import { ocrWorkerOptions } from '../../src/converters/shared/ocr.js';
+import type { CorpusFile } from '../corpus.js';
+
+export interface TesseractJsResult {
+  rate: number;
+  images: number;
+  seconds: number;
+  passes: number;
+  workers: number;
+  characters: number;
+}
+
+export async function runTesseractJs(files: readonly CorpusFile[], workers: number, minSeconds: number, warmup = true): Promise<TesseractJsResult> {
+  const images = files.map((f) => readFileSync(f.path));
+  const pool = await Promise.all(Array.from({ length: workers }, async () => {
+    const w = await Tesseract.createWorker('eng', Tesseract.OEM.LSTM_ONLY, ocrWorkerOptions());
+    await w.setParameters({ tessedit_pageseg_mode: Tesseract.PSM.AUTO, user_defined_dpi: '300' });
+    return w;
+  }));
+  try {
+    // warm-up: one image per worker
+    if (warmup) await Promise.all(pool.map((w, i) => w.recognize(images[i % images.length]!)));
+    let done = 0;
+    let characters = 0;
+    let seconds = 0;
+    let passes = 0;
+    do {
+      let next = 0;
+      const t0 = performance.now();
+      await Promise.all(pool.map(async (w) => {
+        while (next < images.length) {
+          const img = images[next++]!;
+          const r = await w.recognize(img);
+          characters += r.data.text.length;
+          done++;
+        }
+      }));
+      seconds += (performance.now() - t0) / 1000;
+      passes++;
+    } while (seconds < minSeconds);
+    return { rate: done / seconds, images: done, seconds, passes, workers, characters };
+  } finally {
+    await Promise.all(pool.map((w) => w.terminate()));
+  }
+}

@@ -1,0 +1,192 @@
+// Runs docpipe for the bench the way it runs in production: `node --import=tsx src/main.ts` as a
+// child process, on the machine's real Postgres (a schema of its own, dropped at the end) and
+// Redis (a key prefix of its own, deleted at the end), a temp DATA_DIR, LOG_LEVEL=warn and
+// POOL_THREADS=2. The account and key are made with the admin functions before the first start:
+// plan max, credits granted through the ledger, and PLAN_OVERRIDES lifting the concurrency and
+// rate limits above anything the load can reach. Each scenario gets a fresh process (so RSS
+// readings start from a clean heap) on the same schema and account; --quick shares one.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { openDb, type Db } from '../src/store/db.js';
+import { createAccount, createKey, SCOPES } from '../src/store/accounts.js';
+import { grantCredits, MAX_GRANT } from '../src/billing/ledger.js';
+
+export const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+export const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const POOL_THREADS = 2;
+
+/** Far above what 2 cores can drive, so the load measures the service, not its limits. */
+const PLAN_OVERRIDES = {
+  max: { concurrency: 1_000_000, requestsPerMinute: 1_000_000_000, filesPerMonth: 1_000_000_000, storageBytes: 2 ** 50 },
+};
+
+export interface Instance {
+  origin: string;
+  pid: number;
+  /** Resident set size of the server process (all its threads), bytes, read from /proc. */
+  rss(): number;
+  /** Peak RSS since the process started (VmHWM), bytes. */
+  peakRss(): number;
+  stop(): Promise<void>;
+}
+
+export interface Bench {
+  db: Db;
+  schema: string;
+  accountId: string;
+  key: string;
+  /** A fresh server process; `nodeArgs` go before the script (e.g. --cpu-prof to investigate). */
+  start(env?: Record<string, string>, nodeArgs?: string[]): Promise<Instance>;
+  close(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** A field of /proc/<pid>/status in bytes (VmRSS, VmHWM); 0 once the process is gone. */
+export function procBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+async function waitHealthy(origin: string, child: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`docpipe exited with ${child.exitCode}:\n${tail(logFile)}`);
+    try {
+      const res = await fetch(`${origin}/readyz`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`docpipe did not become ready in ${timeoutMs} ms:\n${tail(logFile)}`);
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-30).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/**
+ * `reuse` (the --quick mode) keeps one server process for every scenario: start() hands out the
+ * same one and stop() leaves it running until close(). It saves a start-up per scenario, at the
+ * price of RSS figures that carry what earlier scenarios left behind.
+ */
+export async function setUpBench(opts: { reuse?: boolean } = {}): Promise<Bench> {
+  const schema = `bench_${randomBytes(5).toString('hex')}`;
+  const redisPrefix = `bench:${randomBytes(5).toString('hex')}:`;
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-bench-'));
+  const db = await openDb({ databaseUrl: DATABASE_URL, dataDir, schema, max: 2 });
+  const account = await createAccount(db.sql, { name: 'bench', plan: 'max', subscription: 'active' });
+  const { key } = await createKey(db.sql, account.id, SCOPES);
+  await grantCredits(db.sql, account.id, MAX_GRANT, 'bench', { url: REDIS_URL, prefix: redisPrefix });
+  const running = new Set<Instance>();
+  let shared: Promise<Instance> | undefined;
+
+  const launch = async (extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Instance> => {
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    const logFile = path.join(dataDir, `server-${port}.log`);
+    const log = createWriteStream(logFile);
+    const child = spawn(process.execPath, [...nodeArgs, '--import=tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL,
+        DATABASE_SCHEMA: schema,
+        REDIS_URL,
+        REDIS_PREFIX: redisPrefix,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'warn',
+        LOG_PRETTY: '0',
+        POOL_THREADS: String(POOL_THREADS),
+        // a stopped bench server hands leftover work back quickly (the schema is dropped anyway)
+        SHUTDOWN_GRACE_S: '5',
+        PLAN_OVERRIDES: JSON.stringify(PLAN_OVERRIDES),
+        ...extra,
+      },
+    });
+    child.stdout!.pipe(log);
+    child.stderr!.pipe(log);
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    try {
+      await waitHealthy(origin, child, logFile, 30_000);
+    } catch (err) {
+      child.kill('SIGKILL');
+      throw err;
+    }
+    const pid = child.pid!;
+    const inst: Instance = {
+      origin,
+      pid,
+      rss: () => procBytes(pid, 'VmRSS'),
+      peakRss: () => procBytes(pid, 'VmHWM'),
+      async stop() {
+        running.delete(inst);
+        if (child.exitCode === null) {
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+          await exited;
+          clearTimeout(timer);
+        }
+      },
+    };
+    running.add(inst);
+    return inst;
+  };
+
+  const start = async (extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Instance> => {
+    if (!opts.reuse || Object.keys(extra).length > 0 || nodeArgs.length > 0) return launch(extra, nodeArgs);
+    shared ??= launch();
+    return { ...(await shared), stop: async () => {} };
+  };
+
+  return {
+    db, schema, accountId: account.id, key, start,
+    async close() {
+      for (const inst of [...running]) await inst.stop();
+      await db.sql.unsafe(`drop schema if exists "${schema}" cascade`).catch(() => {});
+      await db.close();
+      const redis = new Redis(REDIS_URL, { lazyConnect: true });
+      try {
+        await redis.connect();
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', `${redisPrefix}*`, 'COUNT', 1000);
+          if (keys.length) await redis.del(...keys);
+          cursor = next;
+        } while (cursor !== '0');
+      } finally {
+        redis.disconnect();
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

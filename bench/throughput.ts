@@ -1,0 +1,49 @@
+// Documents through the API: every corpus file submitted as multipart to one convert endpoint,
+// `concurrency` requests in flight, whole passes over the corpus until `minSeconds` is filled
+// (the same rule as the native baselines). Counts the units of the sources that completed.
+import { Pool } from 'undici';
+import { runAll } from './load.js';
+import { convert, fileBody, type Body, type Outcome } from './client.js';
+import type { CorpusFile } from './corpus.js';
+
+export interface ApiResult {
+  rate: number;
+  units: number;
+  seconds: number;
+  passes: number;
+  documents: number;
+  failures: number;
+  /** Submit answers by status and async reason, e.g. "200", "202 pages_exceed_sync_limit". */
+  answers: Record<string, number>;
+  samples: string[];
+}
+
+export async function apiThroughput(origin: string, key: string, endpoint: string, files: readonly CorpusFile[],
+  opts: { fields?: Record<string, string>; concurrency: number; minSeconds: number; unit: (f: CorpusFile, o: Outcome) => number;
+    warmup?: number }): Promise<ApiResult> {
+  const pool = new Pool(origin, { connections: opts.concurrency, keepAliveTimeout: 60_000 });
+  const bodies: Body[] = files.map((f) => fileBody(f, opts.fields));
+  const r: ApiResult = { rate: 0, units: 0, seconds: 0, passes: 0, documents: 0, failures: 0, answers: {}, samples: [] };
+  try {
+    const warm = Math.min(files.length, opts.warmup ?? opts.concurrency);
+    if (warm > 0) await runAll(files.slice(0, warm), opts.concurrency, (_, i) => convert(pool, key, endpoint, bodies[i]!).then(() => {}));
+    do {
+      r.seconds += await runAll(files, opts.concurrency, async (f, i) => {
+        const o = await convert(pool, key, endpoint, bodies[i]!, { query: '?wait=60' });
+        const tag = o.asyncReason ? `${o.status} ${o.asyncReason}` : String(o.status);
+        r.answers[tag] = (r.answers[tag] ?? 0) + 1;
+        r.documents++;
+        if (o.final === 'completed') r.units += opts.unit(f, o);
+        else {
+          r.failures++;
+          if (r.samples.length < 5) r.samples.push(`${f.name}: ${o.status} ${o.final} ${o.error ?? ''}`);
+        }
+      });
+      r.passes++;
+    } while (r.seconds < opts.minSeconds);
+  } finally {
+    await pool.close();
+  }
+  r.rate = r.units / r.seconds;
+  return r;
+}
