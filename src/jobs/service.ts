@@ -332,9 +332,10 @@ export class ConversionService {
 
   /** Waits up to `seconds` for the conversion; returns the async reason when it is still going. */
   async waitFor(a: Accepted, seconds: number, reason: AsyncReason | undefined): Promise<AsyncReason | undefined> {
-    if (a.finished) return undefined;
     let why = reason ?? ConversionService.syncRefusal(a) ?? (a.capacity ? 'capacity' : undefined);
     if (!why && seconds <= 0) why = 'respond_async';
+    // Rendered in the request: done, unless the client asked not to wait (its preference holds).
+    if (a.finished && !why) return undefined;
     if (!why) {
       const deadline = Date.now() + seconds * 1000;
       let timer: NodeJS.Timeout | undefined;

@@ -68,7 +68,7 @@ export async function startWorld(mode: Mode, env: Record<string, string> = {}, o
     : await openDb({ dataDir });
   const redisPrefix = opts.redis ? `test:world:${randomBytes(6).toString('hex')}:` : undefined;
   const redisEnv: Record<string, string> = redisPrefix ? { REDIS_URL, REDIS_PREFIX: redisPrefix } : {};
-  const config = { ...loadConfig({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_S: '2', POOL_THREADS: '1', ...redisEnv, ...env }) };
+  const config = { ...loadConfig({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_S: '2', POOL_THREADS: '1', SYNC_WAIT_DEFAULT_S: '60', ...redisEnv, ...env }) };
   const app = await startApp(config, { db, log: createLogger('silent'), executor: opts.executor ?? (opts.pool ? undefined
     : new InlineExecutor({ tmpDir: path.join(dataDir, 'tmp'), allowPrivateNetwork: config.allowPrivateNetwork })) });
   const url = `http://127.0.0.1:${app.port}`;

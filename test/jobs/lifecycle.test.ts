@@ -40,6 +40,18 @@ for (const mode of MODES) {
       t.match(done.files.find((f) => f.role === 'output')!.content, 'slow words');
     });
 
+    await t.test('work that outlasts the window answers 202 wait_timeout and goes on', async (t) => {
+      held.hold();
+      const t0 = performance.now();
+      const res = await w.req('POST', '/v1/convert/text?wait=1', { json: { text: 'outlasts' } });
+      t.equal(res.status, 202);
+      t.ok(performance.now() - t0 >= 900, 'it waited the window');
+      const c = await res.json() as Conv;
+      t.equal(c.async_reason, 'wait_timeout');
+      held.release();
+      t.equal((await until(w, c.id, (x) => x.status === 'completed')).status, 'completed');
+    });
+
     await t.test('a full pool answers 202 capacity at once while Markdown rendering still answers 200', async (t) => {
       held.hold();
       const first = await w.req('POST', '/v1/convert/text?wait=0', { json: { text: 'one' } });
@@ -141,7 +153,8 @@ t.test('a converter that throws, hangs or allocates without bound fails only its
     const fd = new FormData();
     fd.append('file', new Blob(['fine words']), 'good.txt');
     fd.append('file', new Blob(['whatever']), bad);
-    const res = await w.req('POST', '/v1/convert/text', { body: fd });
+    // The longest window: the first task also starts the pool's threads, slow on a busy machine.
+    const res = await w.req('POST', '/v1/convert/text?wait=60', { body: fd });
     t.equal(res.status, 200, bad);
     const c = await res.json() as Conv;
     t.equal(c.status, 'completed_with_errors', `${bad}: completed_with_errors`);
