@@ -160,6 +160,8 @@ export function problemOf(code: ErrorCode, detail: string, instance: string, req
 
 /** The Problem stored on a failed file: same shape, the instance is the conversion's path. */
 export function fileProblem(err: unknown, instance: string, requestId: string): Problem {
-  if (err instanceof ApiError) return problemOf(err.code, err.message, instance, requestId);
-  return problemOf('invalid_document', err instanceof Error ? err.message : String(err), instance, requestId);
+  // A message may quote the document's bytes; Postgres jsonb cannot store U+0000.
+  const clean = (m: string): string => m.replace(/\u0000/g, '\uFFFD');
+  if (err instanceof ApiError) return problemOf(err.code, clean(err.message), instance, requestId);
+  return problemOf('invalid_document', clean(err instanceof Error ? err.message : String(err)), instance, requestId);
 }

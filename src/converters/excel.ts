@@ -9,7 +9,7 @@ import { csvRecords } from './office/csv.js';
 import { acceptsOoxml, requireOfficeKind } from './office/ooxml.js';
 import { readBook, readSheetList } from './office/xlsx-book.js';
 import { countSheetCells, readSheetGrid } from './office/xlsx-sheet.js';
-import { gfmTable } from './shared/gfm-table.js';
+import { checkTableSize, gfmTable, widestRow } from './shared/gfm-table.js';
 import { withZip } from './shared/zip-limits.js';
 import type { Converter, Count, Peek } from './types.js';
 
@@ -46,9 +46,12 @@ const tableOrNote = (grid: string[][], note = '*(empty sheet)*'): string => (gri
 /** Drops empty cells at the edges and empty columns anywhere, as the xlsx reader does. */
 function trimRecords(records: string[][]): string[][] {
   const rows = records.map((r) => r.map((c) => c.trim())).filter((r) => r.some((c) => c !== ''));
-  const width = Math.max(0, ...rows.map((r) => r.length));
+  const width = widestRow(rows);
+  const used = new Uint8Array(width);
+  for (const r of rows) r.forEach((c, i) => { if (c !== '') used[i] = 1; });
   const keep: number[] = [];
-  for (let c = 0; c < width; c++) if (rows.some((r) => (r[c] ?? '') !== '')) keep.push(c);
+  for (let c = 0; c < width; c++) if (used[c]) keep.push(c);
+  checkTableSize(rows.length, keep.length, 'the CSV');
   return rows.map((r) => keep.map((c) => r[c] ?? ''));
 }
 

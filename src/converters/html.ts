@@ -3,7 +3,7 @@
 // Priced as one page, counted in bytes of the file (DESIGN.md §3).
 import { readFile, stat } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
-import { bomOf, declaredInMarkup, decodeText } from './shared/charset.js';
+import { bomOf, checkTextSize, declaredInMarkup, decodeText } from './shared/charset.js';
 import { htmlToMarkdown } from './shared/html-to-md.js';
 import type { Converter, Count, ConvertResult, Peek } from './types.js';
 
@@ -37,6 +37,7 @@ export const htmlConverter: Converter = {
   async convert(path, options, ctx): Promise<ConvertResult> {
     const cancelled = (): ApiError => new ApiError('invalid_document', 'The conversion was cancelled.');
     if (ctx.signal.aborted) throw cancelled();
+    checkTextSize((await stat(path)).size, 'HTML file');
     let buf: Buffer;
     try {
       buf = await readFile(path, { signal: ctx.signal });

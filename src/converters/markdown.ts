@@ -2,6 +2,7 @@
 // the registry's post-steps (shared/markdown.ts) render it into the requested formats.
 import { readFile } from 'node:fs/promises';
 import { stat } from 'node:fs/promises';
+import { checkTextSize } from './shared/charset.js';
 import type { Converter, ConverterKind, Peek } from './types.js';
 
 /** Text, not binary: no NUL byte in the first bytes (UTF-16 is refused: send UTF-8 Markdown). */
@@ -20,6 +21,7 @@ function renderConverter(kind: ConverterKind): Converter {
     },
     async convert(path, _options, ctx) {
       ctx.signal.throwIfAborted();
+      checkTextSize((await stat(path)).size, 'Markdown file');
       const markdown = (await readFile(path, 'utf8')).replace(/^\uFEFF/, '');
       return { markdown, pageCount: 1 };
     },

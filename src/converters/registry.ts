@@ -5,7 +5,7 @@
 import { open } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
 import { cleanMarkdown, markdownToHtml, markdownToText } from './shared/markdown.js';
-import type { ConvertContext, ConvertOptions, Converter, ConverterKind, OutputFormat, Peek } from './types.js';
+import type { ConvertContext, ConvertOptions, ConvertResult, Converter, ConverterKind, OutputFormat, Peek } from './types.js';
 
 const loaders: Record<ConverterKind, () => Promise<Converter>> = {
   'pdf': () => import('./pdf.js').then((m) => m.pdfConverter),
@@ -114,6 +114,25 @@ const OUTPUT_MIME: Record<OutputFormat, string> = {
   pages: 'application/json',
 };
 
+/**
+ * The error with a message fit to store and show: parsers quote the document's own bytes in
+ * their messages, and a NUL among them makes the Problem unstorable in Postgres (jsonb refuses
+ * \u0000), which left the file running forever. Controls and lone surrogates become U+FFFD.
+ */
+export function printable(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  // eslint-disable-next-line no-control-regex
+  const clean = err.message.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\uFFFD');
+  if (clean === err.message) return err;
+  if (err instanceof ApiError) {
+    const copy = new ApiError(err.code, clean, err.headers);
+    copy.stack = err.stack;
+    return copy;
+  }
+  err.message = clean;
+  return err;
+}
+
 /** Converts one source and produces every requested format from its Markdown. */
 export async function runConversion(
   kind: ConverterKind, path: string, peek: Peek, options: ConvertOptions, ctx: Omit<ConvertContext, 'convertFile'>,
@@ -123,15 +142,23 @@ export async function runConversion(
     ...ctx,
     convertFile: async (p, pk, o) => (await converterForMime(pk)).convert(p, o, fullCtx),
   };
-  const result = await conv.convert(path, options, fullCtx);
-  const markdown = isRender(kind) ? result.markdown : cleanMarkdown(result.markdown);
+  let result: ConvertResult;
+  try {
+    result = await conv.convert(path, options, fullCtx);
+  } catch (err) {
+    throw printable(err);
+  }
+  // U+0000 is never content (CommonMark replaces it with U+FFFD), and Postgres text and jsonb
+  // cannot hold it: an output with one could not be stored at all.
+  const raw = result.markdown.includes('\u0000') ? result.markdown.replace(/\u0000/g, '\uFFFD') : result.markdown;
+  const markdown = isRender(kind) ? raw : cleanMarkdown(raw);
   const outputs: Output[] = options.formats.map((format) => ({
     format,
     mime: OUTPUT_MIME[format],
     content: format === 'markdown' ? markdown
       : format === 'text' ? markdownToText(markdown)
       : format === 'html' ? markdownToHtml(markdown)
-      : JSON.stringify((result.pages ?? [markdown]).map((p) => (isRender(kind) ? p : cleanMarkdown(p)))),
+      : JSON.stringify((result.pages ?? [markdown]).map((p) => p.replace(/\u0000/g, '\uFFFD')).map((p) => (isRender(kind) ? p : cleanMarkdown(p)))),
   }));
   return { outputs, pageCount: result.pageCount, variant: result.variant ?? 'standard' };
 }

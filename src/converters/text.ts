@@ -5,7 +5,7 @@
 // line between blocks, except inside fenced code) are normalised.
 import { readFile, stat } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
-import { bomOf, decodeText } from './shared/charset.js';
+import { bomOf, checkTextSize, decodeText } from './shared/charset.js';
 import type { Converter, Count, ConvertResult, Peek } from './types.js';
 
 function checkSignal(signal: AbortSignal): void {
@@ -60,6 +60,7 @@ export const textConverter: Converter = {
 
   async convert(path, _options, ctx): Promise<ConvertResult> {
     checkSignal(ctx.signal);
+    checkTextSize((await stat(path)).size, 'text file');
     let buf: Buffer;
     try {
       buf = await readFile(path, { signal: ctx.signal });

@@ -125,10 +125,14 @@ export function readRaw(ctx: Ctx, limit: number): Promise<Buffer> {
 }
 
 const MAX_DEPTH = 32;
+/** Values (commas outside strings) a JSON body may hold: far above any real request (10,000
+ *  upload parts), far below a flood of tiny values that costs more to parse and store than its bytes. */
+const MAX_VALUES = 100_000;
 
-/** Parses JSON, refusing deep nesting before JSON.parse can recurse into it. */
+/** Parses JSON, refusing deep nesting and floods of values before JSON.parse sees them. */
 export function parseJson(buf: Buffer): unknown {
   let depth = 0;
+  let values = 0;
   let inString = false;
   for (let i = 0; i < buf.length; i++) {
     const c = buf[i];
@@ -139,6 +143,7 @@ export function parseJson(buf: Buffer): unknown {
     else if (c === 0x7b || c === 0x5b) {
       if (++depth > MAX_DEPTH) throw new ApiError('invalid_request', `JSON nesting deeper than ${MAX_DEPTH} levels.`);
     } else if (c === 0x7d || c === 0x5d) depth--;
+    else if (c === 0x2c && ++values > MAX_VALUES) throw new ApiError('invalid_request', `JSON with more than ${MAX_VALUES} values.`);
   }
   try {
     return JSON.parse(buf.toString('utf8'));

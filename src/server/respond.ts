@@ -149,16 +149,35 @@ function isUnavailable(err: unknown): boolean {
     || code === '57P01' || code === '57P03';
 }
 
+/**
+ * A request's clean-up list once it has ended: a clean-up registered later (by a handler still
+ * awaiting when the client went away, e.g. a body reader opening its temp file) runs at once,
+ * instead of waiting for a finish() that already happened.
+ */
+function ended(): Array<() => unknown> {
+  const list: Array<() => unknown> = [];
+  list.push = (...fns: Array<() => unknown>): number => {
+    for (const fn of fns) runCleanup(fn);
+    return 0;
+  };
+  return list;
+}
+
+function runCleanup(fn: () => unknown): void {
+  try {
+    const r = fn();
+    if (r instanceof Promise) r.catch(() => {});
+  } catch { /* clean-up never throws into a request */ }
+}
+
 export function finish(ctx: Ctx): void {
   const cleanups = ctx.cleanups;
-  if (cleanups.length === 0 && !ctx.onDone) return;
-  ctx.cleanups = [];
-  for (const fn of cleanups) {
-    try {
-      const r = fn();
-      if (r instanceof Promise) r.catch(() => {});
-    } catch { /* clean-up never throws into a request */ }
+  if (cleanups.length === 0 && !ctx.onDone) {
+    if (ctx.aborted || ctx.answered) ctx.cleanups = ended();
+    return;
   }
+  ctx.cleanups = ended();
+  for (const fn of cleanups) runCleanup(fn);
   const done = ctx.onDone;
   ctx.onDone = undefined;
   done?.(ctx);

@@ -6,6 +6,7 @@
 // the merge in its first column, where those rows hold other data; the merge's other columns
 // stay empty. A label spanning a group of rows so stays on every row it labels, while a title
 // spread across columns is not copied into each of them.
+import { checkTableSize } from '../shared/gfm-table.js';
 import type { ZipArchive } from '../shared/zip-limits.js';
 import { readRels } from './ooxml.js';
 import { cellText, type Book } from './xlsx-book.js';
@@ -98,11 +99,9 @@ function toGrid(rows: Map<number, Map<number, string>>): string[][] {
   const used = new Set<number>();
   for (const row of rows.values()) for (const c of row.keys()) used.add(c);
   const cols = [...used].sort((a, b) => a - b);
-  return [...rows.keys()]
-    .sort((a, b) => a - b)
-    .map((r) => rows.get(r)!)
-    .filter((row) => row.size > 0)
-    .map((row) => cols.map((c) => row.get(c) ?? ''));
+  const kept = [...rows.keys()].sort((a, b) => a - b).map((r) => rows.get(r)!).filter((row) => row.size > 0);
+  checkTableSize(kept.length, cols.length, 'the sheet');
+  return kept.map((row) => cols.map((c) => row.get(c) ?? ''));
 }
 
 /** Non-empty cells of a sheet, without resolving any value. */

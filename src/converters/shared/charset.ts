@@ -5,6 +5,7 @@
 // legacy encodings (Shift_JIS, windows-125x, GB18030, KOI8-R...) work without ICU.
 import chardet from 'chardet';
 import iconv from 'iconv-lite';
+import { ApiError } from '../../errors.js';
 
 const BOMS: Array<[number[], string]> = [
   [[0xef, 0xbb, 0xbf], 'utf-8'],
@@ -13,6 +14,20 @@ const BOMS: Array<[number[], string]> = [
   [[0xff, 0xfe], 'utf-16le'],
   [[0xfe, 0xff], 'utf-16be'],
 ];
+
+/**
+ * Largest text-like document (plain text, HTML) converted: its decoded text must fit in one
+ * JavaScript string, which V8 caps at 2^29 − 24 characters (about 536 million).
+ */
+export const MAX_TEXT_BYTES = 500_000_000;
+
+/** Refuses, before reading it, a text-like file that could not be held as one string. */
+export function checkTextSize(bytes: number, what: string): void {
+  if (bytes > MAX_TEXT_BYTES) {
+    throw new ApiError('invalid_document', `The ${what} is ${Math.round(bytes / 1e6)} MB; ${what}s larger than `
+      + `${MAX_TEXT_BYTES / 1e6} MB cannot be converted in one piece: split it into smaller files.`);
+  }
+}
 
 /** chardet looks at this much; more only costs time. */
 const DETECT_SAMPLE = 64 * 1024;

@@ -5,6 +5,7 @@
 // (html-to-md strips those characters from the input, so they cannot come from the document).
 // A table of a single cell is layout, not data: its content is passed through as blocks.
 import type TurndownService from 'turndown';
+import { widestRow } from './gfm-table.js';
 
 /** The slice of the DOM (domino) these rules use. */
 export interface DomNode {
@@ -65,7 +66,7 @@ function escapeCell(md: string): string {
 }
 
 function render(rows: string[][]): string {
-  const width = Math.max(1, ...rows.map((r) => r.length));
+  const width = widestRow(rows, 1);
   const line = (cells: string[]): string => {
     const padded = Array.from({ length: width }, (_, i) => cells[i] ?? '');
     return `| ${padded.join(' | ')} |`;

@@ -186,16 +186,24 @@ async function readDirectory(fh: FileHandle, limits: ZipLimits): Promise<ZipEntr
     const extraLen = dir.readUInt16LE(p + 30);
     const commentLen = dir.readUInt16LE(p + 32);
     let headerOffset = dir.readUInt32LE(p + 42);
+    if (p + 46 + nameLen + extraLen + commentLen > dir.length) throw bad('broken central directory');
     const name = dir.toString('utf8', p + 46, p + 46 + nameLen);
     // ZIP64 extra field: the 64-bit values appear only for the fields saturated at 0xffffffff.
     for (let x = p + 46 + nameLen; x + 4 <= p + 46 + nameLen + extraLen;) {
       const id = dir.readUInt16LE(x);
       const len = dir.readUInt16LE(x + 2);
+      if (x + 4 + len > p + 46 + nameLen + extraLen) throw bad(`broken extra field in ${name}`);
       if (id === 0x0001) {
         let y = x + 4;
-        if (size === 0xffffffff) { size = Number(dir.readBigUInt64LE(y)); y += 8; }
-        if (compressedSize === 0xffffffff) { compressedSize = Number(dir.readBigUInt64LE(y)); y += 8; }
-        if (headerOffset === 0xffffffff) { headerOffset = Number(dir.readBigUInt64LE(y)); }
+        const u64 = (): number => {
+          if (y + 8 > x + 4 + len) throw bad(`broken zip64 field in ${name}`);
+          const v = Number(dir.readBigUInt64LE(y));
+          y += 8;
+          return v;
+        };
+        if (size === 0xffffffff) size = u64();
+        if (compressedSize === 0xffffffff) compressedSize = u64();
+        if (headerOffset === 0xffffffff) headerOffset = u64();
       }
       x += 4 + len;
     }
