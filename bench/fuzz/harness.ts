@@ -19,6 +19,9 @@ const REFUSALS: Record<number, string[]> = { 415: ['input_format_mismatch'], 422
 
 export type Outcome = 'completed' | 'failed' | 'refused' | 'finding';
 
+/** Ids of cases whose first submit lost its connection before any answer and were sent again. */
+export const retried: number[] = [];
+
 export interface CaseResult {
   id: number;
   seed: string;
@@ -61,9 +64,19 @@ export async function runCase(target: Target, id: number, m: Mutant, r: () => nu
     form.append('file', new Blob([m.bytes], { type: m.seed.mime }), m.seed.name);
     if (m.seed.endpoint !== 'markdown/html') form.append('formats', FORMATS);
     if (m.seed.endpoint === 'pdf') form.append('quality', r() < 0.6 ? 'fast' : 'standard');
-    const res = await fetch(`${target.url}/v1/convert/${m.seed.endpoint}?wait=${Math.min(60, Math.ceil(target.deadlineMs / 1000))}`, {
+    const submit = () => fetch(`${target.url}/v1/convert/${m.seed.endpoint}?wait=${Math.min(60, Math.ceil(target.deadlineMs / 1000))}`, {
       method: 'POST', headers: { 'x-api-key': target.key }, body: form,
     });
+    let res: Response;
+    try {
+      res = await submit();
+    } catch (err) {
+      // A connection closed before any answer (seen once in ~5,000 cases, cause not yet found:
+      // possibly a keep-alive race) is retried once and reported; a second failure is a finding.
+      if (!/other side closed|ECONNRESET|socket/i.test(String((err as { cause?: Error }).cause?.message ?? ''))) throw err;
+      retried.push(id);
+      res = await submit();
+    }
     const body = await res.json() as Record<string, unknown>;
     if (res.status === 200 || res.status === 202) {
       let conv = body as unknown as ConvJ;

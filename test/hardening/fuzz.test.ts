@@ -9,7 +9,7 @@ import path from 'node:path';
 import { MODES, startWorld } from '../helpers/world.js';
 import { PoolExecutor } from '../../src/pool/pool.js';
 import { buildCorpus } from '../fixtures/build/fuzz.js';
-import { runCases, table, UNLIMITED_RATE } from '../../bench/fuzz/harness.js';
+import { retried, runCases, table, UNLIMITED_RATE } from '../../bench/fuzz/harness.js';
 
 const BASE = 20240601;
 const CASES = 200;
@@ -31,6 +31,7 @@ t.test('hostile documents through the API', async (t) => {
       });
       const { results } = summary;
       t.comment(`\n${table(results)}\nslowest /healthz while fuzzing: ${Math.round(summary.maxProbeMs)} ms`);
+      if (retried.length) t.comment(`cases whose first submit lost its connection and were sent again: ${retried.join(', ')}`);
 
       const findings = results.filter((r) => r.outcome === 'finding');
       t.same(findings.map((r) => `case ${r.id} (${r.seed}: ${r.ops.join(' | ')}): ${r.finding}`), [],
