@@ -13,6 +13,7 @@
 //   lost Redis cannot create a second conversion: a conflict there is answered as a replay.
 // - A finished conversion is charged the credits of its completed sources (failed ones cost
 //   nothing); a conversion deleted before it settled is charged nothing.
+import { stat } from 'node:fs/promises';
 import { ApiError, fileProblem } from '../errors.js';
 import { sniff, peekFile, isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
 import type { ConverterKind, Count } from '../converters/types.js';
@@ -421,7 +422,6 @@ export class ConversionService {
   }
 
   private async blobSize(blob: string): Promise<number> {
-    const { stat } = await import('node:fs/promises');
     return (await stat(this.blobs.pathOf(blob))).size;
   }
 

@@ -1,23 +1,16 @@
-import { mkdtempSync, openSync, readSync, closeSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { excelConverter } from '../../src/converters/excel.js';
 import type { Peek } from '../../src/converters/types.js';
-import { convertWith, makeCtx } from '../helpers/convert-ctx.js';
+import { convertWith, makeCtx, peekOf } from '../helpers/convert-ctx.js';
 import { buildReport } from '../fixtures/build/docx.js';
 import { buildDate1904Workbook, buildGridWorkbook, buildWorkbook, replaceSheetXml, writeCsv } from '../fixtures/build/xlsx.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-excel-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-function peekOf(file: string, name = path.basename(file), mime?: string): Peek {
-  const fd = openSync(file, 'r');
-  const bytes = Buffer.alloc(8192);
-  const n = readSync(fd, bytes, 0, 8192, 0);
-  closeSync(fd);
-  return { bytes: bytes.subarray(0, n), name, mime };
-}
 
 const NOISE = ['NaN', 'undefined', 'null', '[object Object]', 'Unnamed', '| --- |\n|  |'];
 

@@ -1,23 +1,16 @@
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { powerpointConverter } from '../../src/converters/powerpoint.js';
 import type { Peek } from '../../src/converters/types.js';
-import { convertWith, makeCtx } from '../helpers/convert-ctx.js';
+import { convertWith, makeCtx, peekOf } from '../helpers/convert-ctx.js';
 import { buildReport } from '../fixtures/build/docx.js';
 import { buildCraftedDeck, buildDeck } from '../fixtures/build/pptx.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-pptx-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-function peekOf(file: string, name = path.basename(file), mime?: string): Peek {
-  const fd = openSync(file, 'r');
-  const bytes = Buffer.alloc(8192);
-  const n = readSync(fd, bytes, 0, 8192, 0);
-  closeSync(fd);
-  return { bytes: bytes.subarray(0, n), name, mime };
-}
 
 /** The first of these strings that does not come after the one before it; null when all do. */
 function firstOutOfOrder(md: string, parts: string[]): string | null {

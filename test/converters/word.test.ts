@@ -5,7 +5,7 @@ import path from 'node:path';
 import t from 'tap';
 import { wordConverter } from '../../src/converters/word.js';
 import type { Peek } from '../../src/converters/types.js';
-import { convertWith } from '../helpers/convert-ctx.js';
+import { convertWith, peekOf } from '../helpers/convert-ctx.js';
 import { addExternalImage, buildPlain, buildReport } from '../fixtures/build/docx.js';
 import { buildDeck } from '../fixtures/build/pptx.js';
 import { buildWorkbook } from '../fixtures/build/xlsx.js';
@@ -14,13 +14,6 @@ import { entry, writeZip } from '../fixtures/build/zip.js';
 const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-word-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-function peekOf(file: string, name = path.basename(file), mime?: string): Peek {
-  const fd = openSync(file, 'r');
-  const bytes = Buffer.alloc(8192);
-  const n = readSync(fd, bytes, 0, 8192, 0);
-  closeSync(fd);
-  return { bytes: bytes.subarray(0, n), name, mime };
-}
 
 const SECRET = 'TOPSECRET-MARKER-4242';
 const secretFile = path.join(dir, 'secret.txt');

@@ -1,7 +1,8 @@
 // A ConvertContext for calling one converter directly in a test, outside the pool.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PEEK_BYTES } from '../../src/converters/registry.js';
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Peek } from '../../src/converters/types.js';
 
 export interface TestCtx extends ConvertContext {
@@ -36,4 +37,13 @@ export async function convertWith(conv: Converter, file: string, options: Partia
   } finally {
     ctx.cleanup();
   }
+}
+
+/** The first bytes of a file as the registry would peek them (PEEK_BYTES), synchronously. */
+export function peekOf(file: string, name = path.basename(file), mime?: string): Peek {
+  const fd = openSync(file, 'r');
+  const bytes = Buffer.alloc(PEEK_BYTES);
+  const n = readSync(fd, bytes, 0, PEEK_BYTES, 0);
+  closeSync(fd);
+  return { bytes: bytes.subarray(0, n), name, mime };
 }
