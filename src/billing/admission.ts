@@ -111,12 +111,16 @@ function sha256File(path: string): Promise<string> {
   });
 }
 
-/** SHA-256 over method, path, the parsed options, metadata and each source's bytes in order. */
+/** SHA-256 over method, path, the parsed options, metadata and each source's bytes in order
+ *  (read from its file, or from memory for a source held there). */
 export async function requestFingerprint(method: string, path: string, options: unknown, metadata: unknown,
-  sourcePaths: string[]): Promise<string> {
+  sources: Array<{ path: string; data?: Buffer }>): Promise<string> {
   const h = createHash('sha256');
   h.update(canonical([method, path, options, metadata ?? null]));
-  for (const p of sourcePaths) h.update(`\n${await sha256File(p)}`);
+  for (const s of sources) {
+    const digest = s.data ? createHash('sha256').update(s.data).digest('hex') : await sha256File(s.path);
+    h.update(`\n${digest}`);
+  }
   return h.digest('hex');
 }
 

@@ -5,6 +5,7 @@
 import { open } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
 import { cleanMarkdown, markdownToHtml, markdownToText } from './shared/markdown.js';
+import { markdownOf } from './markdown.js';
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, ConverterKind, OutputFormat, Peek } from './types.js';
 
 const loaders: Record<ConverterKind, () => Promise<Converter>> = {
@@ -59,6 +60,11 @@ export function converterFor(kind: ConverterKind): Promise<Converter> {
 }
 
 export const PEEK_BYTES = 8192;
+
+/** The peek of bytes held in memory. */
+export function peekBytes(data: Buffer, name: string, mime?: string): Peek {
+  return { bytes: data.subarray(0, PEEK_BYTES), name, mime };
+}
 
 export async function peekFile(path: string, name: string, mime?: string): Promise<Peek> {
   const fh = await open(path, 'r');
@@ -148,6 +154,21 @@ export async function runConversion(
   } catch (err) {
     throw printable(err);
   }
+  return outputsOf(kind, result, options);
+}
+
+/** Renders Markdown held in memory (a render source sent inline): no file is read or written. */
+export function renderInMemory(kind: ConverterKind, data: Buffer, options: ConvertOptions): RunResult {
+  if (!isRender(kind)) throw new TypeError(`only Markdown renders run from memory, not ${kind}`);
+  try {
+    return outputsOf(kind, { markdown: markdownOf(data), pageCount: 1 }, options);
+  } catch (err) {
+    throw printable(err);
+  }
+}
+
+/** Every requested format, produced from the converter's Markdown. */
+function outputsOf(kind: ConverterKind, result: ConvertResult, options: ConvertOptions): RunResult {
   // U+0000 is never content (CommonMark replaces it with U+FFFD), and Postgres text and jsonb
   // cannot hold it: an output with one could not be stored at all.
   const raw = result.markdown.includes('\u0000') ? result.markdown.replace(/\u0000/g, '\uFFFD') : result.markdown;

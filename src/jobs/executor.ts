@@ -1,17 +1,22 @@
 // Where conversions run. The server hands an Executor a task naming a file on disk; the
 // executor returns the outputs. InlineExecutor runs in this thread; the worker pool
 // (src/pool) implements the same interface across threads.
-import { peekFile, runConversion, type RunResult } from '../converters/registry.js';
+import { isRender, peekFile, renderInMemory, runConversion, type RunResult } from '../converters/registry.js';
 import type { ConvertOptions, ConverterKind, Peek } from '../converters/types.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 
 export interface Task {
   kind: ConverterKind;
+  /** The file to convert; empty when `data` holds the bytes. */
   path: string;
+  /** A render source's bytes held in memory (in-thread runs of render kinds only). */
+  data?: Buffer;
   name: string;
   mime?: string;
   options: ConvertOptions;
+  /** The file's first bytes when the caller read them already (in-thread runs only). */
+  peek?: Peek;
 }
 
 export interface ExecutorSettings {
@@ -31,13 +36,15 @@ export interface Executor {
 
 export async function runTask(task: Task, peek: Peek, settings: ExecutorSettings, signal: AbortSignal,
   onProgress: (done: number, total: number) => void): Promise<RunResult> {
-  const tmpDir = await mkdtemp(path.join(settings.tmpDir, 'task_'));
+  // Markdown renders read their one file and write nothing: no scratch directory to make and
+  // remove on the cheap path. Every other conversion gets its own.
+  const scratch = isRender(task.kind) ? undefined : await mkdtemp(path.join(settings.tmpDir, 'task_'));
   try {
     return await runConversion(task.kind, task.path, peek, task.options, {
-      signal, tmpDir, progress: onProgress, allowPrivateNetwork: settings.allowPrivateNetwork, ai: settings.ai,
+      signal, tmpDir: scratch ?? settings.tmpDir, progress: onProgress, allowPrivateNetwork: settings.allowPrivateNetwork, ai: settings.ai,
     });
   } finally {
-    await rm(tmpDir, { recursive: true, force: true });
+    if (scratch) await rm(scratch, { recursive: true, force: true });
   }
 }
 
@@ -48,7 +55,8 @@ export class InlineExecutor implements Executor {
   async run(task: Task, signal: AbortSignal, onProgress: (done: number, total: number) => void = () => {}): Promise<RunResult> {
     this.running++;
     try {
-      const peek = await peekFile(task.path, task.name, task.mime);
+      if (task.data) return renderInMemory(task.kind, task.data, task.options);
+      const peek = task.peek ?? await peekFile(task.path, task.name, task.mime);
       return await runTask(task, peek, this.settings, signal, onProgress);
     } finally {
       this.running--;

@@ -15,8 +15,9 @@
 //   nothing); a conversion deleted before it settled is charged nothing.
 import { stat } from 'node:fs/promises';
 import { ApiError, fileProblem } from '../errors.js';
-import { sniff, peekFile, isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
-import type { ConverterKind, Count } from '../converters/types.js';
+import { sniff, peekBytes, peekFile, isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
+import { renderCount } from '../converters/markdown.js';
+import type { ConverterKind, Count, Peek } from '../converters/types.js';
 import { priceSource, type Fetched } from '../billing/pricing.js';
 import { Refusal, refusalError, reserveWithRebuild, type Gate, type IdempotencyClaim } from '../billing/gate.js';
 import { recordReservation, type Ledger } from '../billing/ledger.js';
@@ -30,7 +31,7 @@ import type { Blobs } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
 import {
   insertConversion, markSourceRunning, finishSource, getConversionRow, setAsyncReason,
-  deleteConversionRows, type NewFile, type ConversionStatus,
+  deleteConversionRows, type NewFile, type ConversionStatus, type ConversionRow, type FileRow,
 } from '../store/conversions.js';
 import type { Principal } from '../server/auth.js';
 import type { ConvertRequest } from '../server/convert-request.js';
@@ -38,6 +39,7 @@ import type { Executor } from './executor.js';
 import { JobRunner } from './runner.js';
 import { resolveSources } from '../uploads/refs.js';
 import { completeJob, setProgress, MAX_ATTEMPTS, type JobRow } from './queue.js';
+import { GroupCommit, fileRowsOf } from './group-commit.js';
 
 export type AsyncReason = 'respond_async' | 'too_many_sources' | 'pages_exceed_sync_limit' | 'capacity' | 'wait_timeout';
 
@@ -67,6 +69,8 @@ export interface Accepted {
   capacity: boolean;
   /** Already terminal when accepted (rendered in the request). */
   finished?: boolean;
+  /** The stored rows of a conversion finished when accepted, to answer from without reading them back. */
+  snapshot?: { row: ConversionRow; files: FileRow[] };
 }
 
 export interface LifecycleOptions {
@@ -104,6 +108,10 @@ export interface Billing {
 
 export interface PlannedEstimate {
   name: string;
+  /** The first bytes, read once for sniffing and reused by an in-request render. */
+  peek: Peek;
+  /** The bytes, for a render source held in memory (then `path` is empty). */
+  data?: Buffer;
   mime: string;
   bytes: number;
   path: string;
@@ -116,7 +124,9 @@ interface PlannedSource {
   name: string;
   mime: string;
   bytes: number;
-  blob: string;
+  /** Where the source's bytes are: a blob, or (a rendered inline source) its row's content. */
+  blob: string | null;
+  content?: string | null;
   count: Count;
   credits: number;
 }
@@ -132,11 +142,14 @@ class KeyTaken extends Error {}
 
 export class ConversionService {
   readonly runner: JobRunner;
+  /** Where finished renders are stored, many conversions per transaction. */
+  readonly group: GroupCommit;
   private inline: Executor;
   private settleTimer?: NodeJS.Timeout;
 
   constructor(private sql: Sql, private blobs: Blobs, private executor: Executor, private billing: Billing, life: LifecycleOptions) {
     this.inline = life.inline;
+    this.group = new GroupCommit(sql);
     this.runner = new JobRunner(sql, (job, signal) => this.runJob(job, signal), { capacity: life.capacity, pollMs: life.pollMs });
   }
 
@@ -157,11 +170,11 @@ export class ConversionService {
   async plan(req: ConvertRequest): Promise<PlannedEstimate[]> {
     const out: PlannedEstimate[] = [];
     for (const s of req.sources) {
-      const peek = await peekFile(s.path, s.name, s.mime);
+      const peek = s.data ? peekBytes(s.data, s.name, s.mime) : await peekFile(s.path, s.name, s.mime);
       const conv = await sniff(req.kind, peek);
       let count: Count;
       try {
-        count = await conv.count(s.path, req.options);
+        count = s.data ? renderCount(s.data.length) : await conv.count(s.path, req.options);
       } catch (err) {
         if (err instanceof ApiError) throw err;
         throw new ApiError('invalid_document', `"${s.name}" could not be read: ${(err as Error).message}`);
@@ -170,7 +183,7 @@ export class ConversionService {
       const credits = req.kind === 'url'
         ? priceSource('url', count, req.options, URL_ASSUMED_FETCH)
         : priceSource(req.kind, count, req.options);
-      out.push({ name: s.name, mime, bytes: s.bytes, path: s.path, count, credits });
+      out.push({ name: s.name, peek, mime, bytes: s.bytes, path: s.path, data: s.data, count, credits });
     }
     return out;
   }
@@ -205,7 +218,7 @@ export class ConversionService {
       fingerprint: await requestFingerprint(from.method, from.path,
         { ...req.options, store: req.store, files: req.fileRefs, uploads: req.uploadRefs }, req.metadata,
         // References are in the fingerprint by id; only the request's own bytes are hashed.
-        given.sources.map((s) => s.path)),
+        given.sources),
     };
     const credits = planned.reduce((a, s) => a + s.credits, 0);
     const gated = !isRender(req.kind);
@@ -260,20 +273,39 @@ export class ConversionService {
     credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits): Promise<Accepted> {
     const createdAt = new Date();
     const expiresAt = req.store ? null : new Date(createdAt.getTime() + RETENTION_MS);
-    const sources: PlannedSource[] = planned.map((s) => {
-      const id = newId('file');
-      return { id, name: s.name, mime: s.mime, bytes: s.bytes, blob: this.blobs.nameFor(p.accountId, id), count: s.count, credits: s.credits };
-    });
-    const jobIds = sources.map(() => newId('job'));
-    const conv = { id: conversionId, accountId: p.accountId, expiresAt };
     // Small Markdown renders are pure and fast: they are rendered before the insert and stored
     // completed in the same transaction, with no job at all (one commit on the cheap path).
     const rendered = await this.renderNow(req, planned);
+    const sources: PlannedSource[] = planned.map((s) => {
+      const id = newId('file');
+      // A rendered source sent inline is kept in its row like a small output (no job will read
+      // it from disk); bytes Postgres text cannot hold (NUL) go to a blob as any other source.
+      const held = rendered !== undefined && s.data !== undefined && !s.data.includes(0);
+      return {
+        id, name: s.name, mime: s.mime, bytes: s.bytes, count: s.count, credits: s.credits,
+        blob: held ? null : this.blobs.nameFor(p.accountId, id), content: held ? s.data!.toString('utf8') : null,
+      };
+    });
+    const jobIds = sources.map(() => newId('job'));
+    const conv = { id: conversionId, accountId: p.accountId, expiresAt };
     const outputs: NewFile[][] = [];
     try {
-      for (let i = 0; i < sources.length; i++) await this.blobs.adopt(planned[i]!.path, sources[i]!.blob);
+      for (let i = 0; i < sources.length; i++) {
+        const s = planned[i]!;
+        const blob = sources[i]!.blob;
+        if (blob) await (s.data ? this.blobs.write(blob, s.data) : this.blobs.adopt(s.path, blob));
+      }
       if (rendered) {
         for (let i = 0; i < sources.length; i++) outputs.push(await this.outputFiles(p.accountId, sources[i]!, i, rendered[i]!));
+      }
+      // Without an Idempotency-Key to claim, a finished render joins the next group commit.
+      if (rendered && !idem) {
+        const finished = finishedRender(p.accountId, conversionId, req, createdAt, expiresAt, sources, rendered, outputs);
+        await this.group.add({ ...finished, monthlyFiles: sources.length, monthlyLimit: limits.filesPerMonth });
+        return {
+          conversionId, done: Promise.resolve(), pdfPages: 0, sources: sources.length, capacity: false, finished: true,
+          snapshot: { row: finished.row, files: fileRowsOf(finished.row, finished.files) },
+        };
       }
       await this.sql.begin(async (tx) => {
         const t = tx as unknown as Sql;
@@ -285,7 +317,7 @@ export class ConversionService {
           options: { ...req.options }, metadata: req.metadata, store: req.store, createdAt, expiresAt, creditsReserved: gated ? credits : 0,
         }, sources.map((s, i) => ({
           id: s.id, position: i * 8, role: 'source', name: s.name, mime: s.mime, status: 'queued', bytes: s.bytes,
-          pages: s.count.pages, credits: s.credits, blob: s.blob,
+          pages: s.count.pages, credits: s.credits, blob: s.blob, content: s.content,
         })));
         await countMonthlyFiles(t, p.accountId, sources.length, limits.filesPerMonth);
         if (gated) await recordReservation(t, p.accountId, conversionId, credits);
@@ -302,7 +334,7 @@ export class ConversionService {
         })))}`;
       });
     } catch (err) {
-      await this.blobs.remove([...sources.map((s) => s.blob), ...outputs.flat().flatMap((o) => (o.blob ? [o.blob] : []))]);
+      await this.blobs.remove([...sources, ...outputs.flat()].flatMap((f) => (f.blob ? [f.blob] : [])));
       throw err;
     }
     const pdfPagesOf = (): number => (req.kind === 'pdf' ? sources.reduce((a, s) => a + s.count.pages, 0) : 0);
@@ -392,9 +424,11 @@ export class ConversionService {
         last = now;
         void setProgress(this.sql, this.runner.owner, job.id, done, total).catch(() => {});
       };
-      const small = isRender(kind) && (await this.blobSize(source.blob)) <= INLINE_RENDER_BYTES;
+      // A job's source is always a blob: only sources rendered in their request are kept in rows.
+      const file = this.blobs.pathOf(c.blob as string);
+      const small = isRender(kind) && (await stat(file)).size <= INLINE_RENDER_BYTES;
       const result = await (small ? this.inline : this.executor).run(
-        { kind, path: this.blobs.pathOf(source.blob), name: source.name, mime: source.mime, options }, signal, onProgress,
+        { kind, path: file, name: source.name, mime: source.mime, options }, signal, onProgress,
       );
       const index = Math.floor(Number(c.position) / 8);
       const outputs = await this.outputFiles(conv.accountId, source, index, result);
@@ -415,14 +449,10 @@ export class ConversionService {
     try {
       const signal = new AbortController().signal;
       return await Promise.all(planned.map((s) => this.inline.run(
-        { kind: req.kind, path: s.path, name: s.name, mime: s.mime, options: req.options }, signal)));
+        { kind: req.kind, path: s.path, data: s.data, name: s.name, mime: s.mime, options: req.options, peek: s.peek }, signal)));
     } catch {
       return undefined; // rendered as jobs instead, where a failure is recorded per file
     }
-  }
-
-  private async blobSize(blob: string): Promise<number> {
-    return (await stat(this.blobs.pathOf(blob))).size;
   }
 
   /** Settles finished conversions whose settle was lost (their process died right after). */
@@ -468,6 +498,21 @@ export class ConversionService {
     await this.blobs.remove(blobs);
     return true;
   }
+}
+
+/** The rows of a render conversion whose every source was rendered in the request. */
+function finishedRender(accountId: string, id: string, req: ConvertRequest, createdAt: Date, expiresAt: Date | null,
+  sources: PlannedSource[], rendered: RunResult[], outputs: NewFile[][]): { row: ConversionRow; files: NewFile[] } {
+  const row: ConversionRow = {
+    id, account_id: accountId, name: ENDPOINTS[req.kind], operation: 'render', status: 'completed', async_reason: null,
+    options: { ...req.options }, metadata: req.metadata ?? null, store: req.store, credits_reserved: 0, credits_charged: 0,
+    created_at: createdAt, completed_at: new Date(), expires_at: expiresAt,
+  };
+  const files: NewFile[] = sources.flatMap((s, i) => [{
+    id: s.id, position: i * 8, role: 'source' as const, name: s.name, mime: s.mime, status: 'completed' as const,
+    bytes: s.bytes, pages: rendered[i]!.pageCount, credits: 0, blob: s.blob, content: s.content,
+  }, ...outputs[i]!]);
+  return { row, files };
 }
 
 export function kindOfEndpoint(segment: string): ConverterKind | undefined {

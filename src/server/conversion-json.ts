@@ -55,7 +55,9 @@ function fileJson(conversionId: string, f: FileRow): FileJson {
     bytes: f.bytes === null ? null : Number(f.bytes),
     pages: f.pages,
     credits: f.credits,
-    content: f.content,
+    // A source's own bytes are downloaded from its link, never shown inline (a small rendered
+    // source is kept in its row's content).
+    content: f.role === 'source' ? null : f.content,
     error: f.error,
     links: { content: `/v1/conversions/${conversionId}/files/${f.id}/content` },
     ...(f.role === 'source' && (f.status === 'queued' || f.status === 'running')
@@ -87,6 +89,13 @@ export async function conversionJson(
     sourceCounts(sql, [row.id]),
   ]);
   return build(row, page, counts.get(row.id), opts.balance ?? null);
+}
+
+/** A conversion whose rows are all in hand (fewer than a page of files): no query. */
+export function snapshotJson(row: ConversionRow, files: FileRow[], balance: number | null): ConversionJson {
+  const counts: Record<FileStatus, number> = { queued: 0, running: 0, completed: 0, failed: 0 };
+  for (const f of files) if (f.role === 'source' && f.status) counts[f.status]++;
+  return build(row, files, counts, balance);
 }
 
 export async function conversionsJson(sql: Sql, rows: ConversionRow[]): Promise<ConversionJson[]> {

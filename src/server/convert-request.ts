@@ -1,7 +1,7 @@
 // Turns a convert (or estimate) request — JSON or multipart — into staged sources on disk and
 // validated options. Strict: an unknown field, a wrong type or an option the endpoint does not
 // take is a 400 naming the field, never silently ignored.
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors.js';
@@ -16,8 +16,11 @@ export const MAX_SOURCES = 100;
 export interface StagedSource {
   name: string;
   mime?: string;
+  /** The staged file; empty when `data` holds the bytes. */
   path: string;
   bytes: number;
+  /** A Markdown render source sent inline in JSON: kept in memory, never staged on disk. */
+  data?: Buffer;
 }
 
 export interface ConvertRequest {
@@ -150,7 +153,8 @@ function common(kind: ConverterKind, body: Record<string, unknown>) {
   };
 }
 
-/** A JSON body: inline sources (text, html, url, markdown) are written to files in `tmpDir`. */
+/** A JSON body: inline sources (text, html, url) are written to files in `tmpDir`; Markdown to render
+ *  stays in memory. */
 export async function fromJson(ctx: Ctx, kind: ConverterKind, body: unknown, tmpDir: string): Promise<ConvertRequest> {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw bad('The body must be a JSON object.');
   const b = body as Record<string, unknown>;
@@ -164,8 +168,13 @@ export async function fromJson(ctx: Ctx, kind: ConverterKind, body: unknown, tmp
   if (kind === 'url') for (const u of inline) checkUrl(u);
   const ext = INLINE_EXT[kind];
   for (let i = 0; i < inline.length; i++) {
+    if (isRender(kind)) {
+      const data = Buffer.from(inline[i]!, 'utf8');
+      req.sources.push({ name: `input-${i + 1}${ext?.ext ?? ''}`, mime: ext?.mime, path: '', bytes: data.length, data });
+      continue;
+    }
     const p = path.join(tmpDir, `in_${randomBytes(12).toString('hex')}`);
-    ctx.cleanups.push(() => import('node:fs/promises').then((fs) => fs.rm(p, { force: true })));
+    ctx.cleanups.push(() => rm(p, { force: true }));
     await writeFile(p, inline[i]!, 'utf8');
     const name = kind === 'url' ? urlName(inline[i]!) : `input-${i + 1}${ext?.ext ?? ''}`;
     req.sources.push({ name, mime: ext?.mime, path: p, bytes: Buffer.byteLength(inline[i]!) });

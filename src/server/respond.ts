@@ -3,7 +3,7 @@
 // - every reply goes through `reply`, which corks and checks the aborted/answered flags;
 // - `finish` runs the request's clean-ups (temp files) exactly once, whatever path ends it.
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { randomBytes } from 'node:crypto';
+import { randomBytesPooled } from '../store/ids.js';
 import { ApiError, problemOf, type ErrorCode } from '../errors.js';
 import type { Principal } from './auth.js';
 import { BodyReader } from './body.js';
@@ -36,7 +36,7 @@ const DRAIN_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function newRequestId(): string {
-  return `req_${randomBytes(12).toString('base64url')}`;
+  return `req_${randomBytesPooled(12).toString('base64url')}`;
 }
 
 /** Reads everything needed from the stack-allocated HttpRequest before any await. */

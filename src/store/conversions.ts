@@ -57,7 +57,7 @@ async function insertFiles(sql: Sql, c: { id: string; accountId: string; expires
     source_id: f.sourceId ?? null, name: f.name, mime: f.mime, status: f.status ?? null,
     format: f.format ?? null, variant: f.variant ?? null, bytes: f.bytes, pages: f.pages ?? null,
     credits: f.credits ?? null, content: f.content ?? null, blob: f.blob ?? null,
-    error: f.error ? JSON.stringify(f.error) : null, expires_at: c.expiresAt,
+    error: f.error ? sql.json(f.error as never) : null, expires_at: c.expiresAt,
   }));
   await sql`insert into files ${sql(rows)}`;
 }

@@ -11,7 +11,7 @@ import { readJson, readMultipart } from '../body.js';
 import { sendJson, type Ctx } from '../respond.js';
 import type { Router } from '../router.js';
 import { fromJson, fromMultipart, MAX_SOURCES, type ConvertRequest } from '../convert-request.js';
-import { conversionJson } from '../conversion-json.js';
+import { conversionJson, snapshotJson } from '../conversion-json.js';
 import { getConversionRow, type ConversionStatus } from '../../store/conversions.js';
 import type { AsyncReason } from '../../jobs/service.js';
 import { idempotencyKeyOf } from '../../billing/admission.js';
@@ -67,6 +67,14 @@ export function registerConvert(router: Router, deps: Deps): void {
       const id = replayed ? submitted.conversionId : submitted.accepted.conversionId;
       const reason = replayed ? undefined
         : await deps.conversions.waitFor(submitted.accepted, window.seconds, window.reason);
+      const snapshot = !replayed && !reason ? submitted.accepted.snapshot : undefined;
+      const location = { location: `/v1/conversions/${id}` };
+      if (snapshot) {
+        // Finished and stored in this request: answered from what was stored, no read back.
+        const balance = await deps.ledger.balance(p.accountId);
+        sendJson(ctx, 200, snapshotJson(snapshot.row, snapshot.files, balance), location);
+        return;
+      }
       const row = await getConversionRow(deps.db.sql, p.accountId, id);
       if (!row) {
         throw new ApiError('not_found', replayed
