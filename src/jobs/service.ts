@@ -16,8 +16,10 @@
 // - A URL is fetched at admission (plan), by estimate and submit alike, and priced as the fetch
 //   plus what it fetched, as its kind: the estimate is exact and submit reserves exactly that.
 //   The fetched document becomes the source's blob and its job converts it without fetching
-//   again. A fetch that fails makes that source a failed file of the new conversion (reserved
-//   and charged nothing); the estimate answers with the same Problem.
+//   again; it is priced as stored and converted (a text page whose Content-Type names a charset
+//   is re-encoded as UTF-8 first), and a fetched PDF's pages count towards the sync limit. A
+//   fetch that fails makes that source a failed file of the new conversion (reserved and charged
+//   nothing); the estimate answers with the same Problem.
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
