@@ -254,10 +254,12 @@ export class ConversionService {
         // References are in the fingerprint by id; only the request's own bytes are hashed.
         given.sources.map((s) => s.path)),
     };
-    // A retry of a committed conversion is answered before anything is read: planning it again
-    // would fetch its URLs again.
-    const committed = idem && await findClaim(this.sql, p.accountId, idem.endpoint, idem.key);
-    if (committed) return this.replayOf(committed, idem);
+    // A retry of a committed URL conversion is answered before its URLs are fetched again (other
+    // kinds only read local files, and are replayed by the gate's claim as before).
+    if (req.kind === 'url' && idem) {
+      const committed = await findClaim(this.sql, p.accountId, idem.endpoint, idem.key);
+      if (committed) return this.replayOf(committed, idem);
+    }
 
     const planned = await this.plan(req, track);
     // A URL's size is known once it is fetched: the plan's per-file size applies to that too.
