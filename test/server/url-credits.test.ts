@@ -70,6 +70,17 @@ const server = http.createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=windows-1252' });
       res.end(iconv.encode('<html><head><meta charset="utf-8"></head><body><p>Déjà vu – 5 €</p></body></html>', 'windows-1252'));
       return;
+    case '/endless': {
+      // No Content-Length and no end: only the 20 MB cap stops the download.
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const chunk = Buffer.alloc(64 * 1024, 'a');
+      const pump = (): void => {
+        while (!res.destroyed && res.write(chunk));
+      };
+      res.on('drain', pump);
+      pump();
+      return;
+    }
     default:
       res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not found</h1>');
   }
@@ -198,6 +209,19 @@ for (const mode of MODES) {
       t.equal(await gate.balance(a.accountId), 10);
       t.equal(await gate.running(a.accountId), 0, 'its slot is free');
       t.strictSame(await tmpLeft(w), []);
+    });
+
+    await t.test('a URL past the 20 MB cap costs nothing, and its partial download is removed', async (t) => {
+      const a = await w.newKey({ credits: 10 });
+      const c = await convert(t, w, a.key, { url: `${base}/endless` });
+      t.equal(c.status, 'failed');
+      t.match(sourceOf(c), { status: 'failed', credits: 0, error: { error: 'invalid_document', detail: /larger than the 20 MB limit/ } });
+      t.strictSame(c.usage, { credits_reserved: 0, credits_charged: 0, credits_remaining: 10 });
+      t.strictSame(await tmpLeft(w), [], 'no partial download left in DATA_DIR/tmp');
+      const est = await w.req('POST', '/v1/convert/url/estimate', { key: a.key, json: { url: `${base}/endless` } });
+      t.equal(est.status, 422);
+      t.match(await est.json(), { error: 'invalid_document', detail: /larger than the 20 MB limit/ });
+      t.strictSame(await tmpLeft(w), [], 'nor after the estimate');
     });
 
     await t.test('one URL fetched and one not: the good one is reserved and charged, the other nothing', async (t) => {
