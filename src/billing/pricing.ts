@@ -9,7 +9,8 @@
 // - A priced kind never costs less than 1 credit: a source with 0 units (an empty text file, an
 //   empty sheet) still costs 1. Markdown → HTML / text always costs 0.
 // - URL: 1 for the fetch plus the price of the fetched document as its own kind, with the same
-//   options. The fetched kind cannot itself be a URL.
+//   options. The fetched kind cannot itself be a URL. The service fetches at admission (estimate
+//   and submit alike), so `fetched` is always what was actually fetched, never a guess.
 
 import type { ConverterKind, ConvertOptions, Count } from '../converters/types.js';
 

@@ -1,9 +1,13 @@
-// URL → Markdown. The source file holds the address as UTF-8 text. convert() fetches it (undici,
-// SSRF-guarded unless ctx.allowPrivateNetwork, redirects followed by hand and each hop
-// re-checked, a byte cap enforced while streaming to ctx.tmpDir, an overall timeout), then
-// hands the fetched file to ctx.convertFile under the type the server declared (or that the
-// bytes show), with baseUrl set to the final address. count() never fetches: the fetch is one
-// unit; billing adds the price of what was fetched.
+// URL → Markdown. A URL source file holds the address as UTF-8 text. fetchDocument() does the
+// fetch (undici, SSRF-guarded unless allowPrivateNetwork, redirects followed by hand and each
+// hop re-checked, a byte cap enforced while streaming to a file the caller names, an overall
+// timeout) and says what was fetched: the type the server declared (or that the bytes show), a
+// name that fits it, the final address.
+// The service fetches at admission with it (jobs/service.ts), so that a URL is priced as what it
+// fetched and its job converts the fetched document as that kind, without fetching again.
+// convert() below still fetches and hands the file to ctx.convertFile (with baseUrl set to the
+// final address): it serves jobs admitted before that change and direct use of the converter.
+// count() never fetches: it is the fetch alone, one unit.
 // Guard refusals are invalid_request; every remote failure is invalid_document.
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -19,7 +23,7 @@ import {
 } from '../net/ssrf.js';
 import { bomOf, charsetFromContentType, decodeText } from './shared/charset.js';
 import { contentTypeOf, fileNameOf } from './shared/remote-type.js';
-import type { Converter, ConvertContext, Peek } from './types.js';
+import type { Converter, Peek } from './types.js';
 
 export const USER_AGENT = 'docpipe/0.1 (+https://docpipe.dev/bot)';
 export const URL_LIMITS = { maxBytes: 20 * 1024 * 1024, timeoutMs: 30_000, maxRedirects: 5 };
@@ -36,6 +40,27 @@ export interface UrlConverterConfig {
   resolve?: Resolve;
 }
 
+export interface FetchSettings extends UrlConverterConfig {
+  /** Allow private and loopback targets (ALLOW_PRIVATE_NETWORK=1). */
+  allowPrivateNetwork: boolean;
+  /** Stops the fetch (a cancelled task); the timeout applies either way. */
+  signal?: AbortSignal;
+}
+
+/** A fetched document, ready to be converted as its own kind. */
+export interface FetchedDocument {
+  /** The file it was saved to (the caller's target). */
+  file: string;
+  /** The address after redirects: relative links in HTML resolve against it. */
+  finalUrl: URL;
+  /** The media type to convert it as. */
+  mime: string;
+  /** A file name whose extension fits `mime`. */
+  name: string;
+  /** The first bytes of `file`, for the registry. */
+  head: Buffer;
+}
+
 interface Fetched {
   file: string;
   finalUrl: URL;
@@ -48,82 +73,6 @@ const mb = (n: number): string => `${Math.round((n / 1024 / 1024) * 10) / 10} MB
 const header = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 export function createUrlConverter(config: UrlConverterConfig = {}): Converter {
-  const cfg = { ...URL_LIMITS, ...config };
-
-  async function fetchToFile(start: URL, ctx: ConvertContext): Promise<Fetched> {
-    const guard = { allowPrivate: ctx.allowPrivateNetwork, check: cfg.check, resolve: cfg.resolve };
-    const dispatcher: Dispatcher = ctx.allowPrivateNetwork
-      ? new Agent({ connect: { timeout: cfg.timeoutMs } })
-      : guardedDispatcher({ check: cfg.check, resolve: cfg.resolve, connectTimeoutMs: cfg.timeoutMs });
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(), cfg.timeoutMs);
-    const signal = AbortSignal.any([ctx.signal, timeout.signal]);
-    let url = start;
-    try {
-      for (let hop = 0; ; hop++) {
-        url = await assertPublicUrl(url, guard);
-        const res = await request(url, {
-          dispatcher, signal, method: 'GET', maxRedirections: 0,
-          headers: { 'user-agent': USER_AGENT, accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
-        });
-        const location = header(res.headers.location);
-        if (REDIRECTS.has(res.statusCode) && location) {
-          discard(res.body);
-          if (hop >= cfg.maxRedirects) {
-            throw new ApiError('invalid_document', `Too many redirects: ${start.href} redirected more than ${cfg.maxRedirects} times.`);
-          }
-          try {
-            url = new URL(location, url);
-          } catch {
-            throw new ApiError('invalid_document', `${url.href} redirected to an invalid address: ${location.slice(0, 200)}`);
-          }
-          continue;
-        }
-        if (res.statusCode < 200 || res.statusCode >= 300) {
-          discard(res.body);
-          throw new ApiError('invalid_document', `${url.href} answered HTTP ${res.statusCode}; only a successful (2xx) response can be converted.`);
-        }
-        const length = Number(res.headers['content-length']);
-        if (Number.isFinite(length) && length > cfg.maxBytes) {
-          discard(res.body);
-          throw tooLarge(url, cfg.maxBytes, `it declares ${mb(length)}`);
-        }
-        const file = path.join(ctx.tmpDir, `url-${randomUUID()}`);
-        const head = await save(res.body, file, url, signal);
-        return {
-          file, finalUrl: url, head,
-          contentType: header(res.headers['content-type']),
-          disposition: header(res.headers['content-disposition']),
-        };
-      }
-    } catch (err) {
-      throw failure(err, url, ctx.signal, timeout.signal, cfg.timeoutMs);
-    } finally {
-      clearTimeout(timer);
-      dispatcher.destroy().catch(() => {});
-    }
-  }
-
-  /** Streams the body to `file`, failing as soon as it passes the cap; returns the first bytes. */
-  async function save(body: NodeJS.ReadableStream, file: string, url: URL, signal: AbortSignal): Promise<Buffer> {
-    let total = 0;
-    const head: Buffer[] = [];
-    let headLength = 0;
-    const cap = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        total += chunk.length;
-        if (total > cfg.maxBytes) return done(tooLarge(url, cfg.maxBytes, 'more was sent'));
-        if (headLength < PEEK_BYTES) {
-          head.push(chunk.subarray(0, PEEK_BYTES - headLength));
-          headLength += Math.min(chunk.length, PEEK_BYTES - headLength);
-        }
-        done(null, chunk);
-      },
-    });
-    await pipeline(body, cap, createWriteStream(file), { signal });
-    return Buffer.concat(head);
-  }
-
   return {
     kind: 'url',
     mediaTypes: ['text/uri-list'],
@@ -138,21 +87,110 @@ export function createUrlConverter(config: UrlConverterConfig = {}): Converter {
     },
 
     async convert(file, options, ctx) {
-      const start = parsePublicUrl(await readUrl(file));
-      const fetched = await fetchToFile(start, ctx);
-      const mime = contentTypeOf(fetched.contentType, fetched.head, fetched.finalUrl, fetched.disposition);
-      const name = fileNameOf(fetched.finalUrl, fetched.disposition, mime);
-      const head = await toUtf8(fetched, mime);
+      const target = path.join(ctx.tmpDir, `url-${randomUUID()}`);
+      const doc = await fetchDocument(await readUrl(file), target, {
+        ...config, allowPrivateNetwork: ctx.allowPrivateNetwork, signal: ctx.signal,
+      });
       if (ctx.signal.aborted) throw new ApiError('invalid_document', 'The conversion was cancelled.');
-      const result = await ctx.convertFile(fetched.file, { bytes: head, name, mime }, { ...options, baseUrl: fetched.finalUrl.href });
-      return { ...result, mime };
+      const result = await ctx.convertFile(doc.file, { bytes: doc.head, name: doc.name, mime: doc.mime }, { ...options, baseUrl: doc.finalUrl.href });
+      return { ...result, mime: doc.mime };
     },
   };
 }
 
+/**
+ * Fetches `address` into `target` (the caller owns the file, on success and on failure) and
+ * says what it is: the media type to convert it as, a file name that fits it, the final
+ * address after redirects. Text whose Content-Type names a charset is rewritten as UTF-8.
+ */
+export async function fetchDocument(address: string, target: string, settings: FetchSettings): Promise<FetchedDocument> {
+  const cfg = { ...URL_LIMITS, ...settings };
+  const fetched = await fetchToFile(parsePublicUrl(address), target, cfg);
+  const mime = contentTypeOf(fetched.contentType, fetched.head, fetched.finalUrl, fetched.disposition);
+  const name = fileNameOf(fetched.finalUrl, fetched.disposition, mime);
+  const head = await toUtf8(fetched, mime);
+  return { file: target, finalUrl: fetched.finalUrl, mime, name, head };
+}
+
+async function fetchToFile(start: URL, file: string, cfg: FetchSettings & typeof URL_LIMITS): Promise<Fetched> {
+  const guard = { allowPrivate: cfg.allowPrivateNetwork, check: cfg.check, resolve: cfg.resolve };
+  const dispatcher: Dispatcher = cfg.allowPrivateNetwork
+    ? new Agent({ connect: { timeout: cfg.timeoutMs } })
+    : guardedDispatcher({ check: cfg.check, resolve: cfg.resolve, connectTimeoutMs: cfg.timeoutMs });
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), cfg.timeoutMs);
+  const cancel = cfg.signal ?? new AbortController().signal;
+  const signal = AbortSignal.any([cancel, timeout.signal]);
+  let url = start;
+  try {
+    for (let hop = 0; ; hop++) {
+      url = await assertPublicUrl(url, guard);
+      const res = await request(url, {
+        dispatcher, signal, method: 'GET', maxRedirections: 0,
+        headers: { 'user-agent': USER_AGENT, accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
+      });
+      const location = header(res.headers.location);
+      if (REDIRECTS.has(res.statusCode) && location) {
+        discard(res.body);
+        if (hop >= cfg.maxRedirects) {
+          throw new ApiError('invalid_document', `Too many redirects: ${start.href} redirected more than ${cfg.maxRedirects} times.`);
+        }
+        try {
+          url = new URL(location, url);
+        } catch {
+          throw new ApiError('invalid_document', `${url.href} redirected to an invalid address: ${location.slice(0, 200)}`);
+        }
+        continue;
+      }
+      if (res.statusCode < 200 || res.statusCode >= 300) {
+        discard(res.body);
+        throw new ApiError('invalid_document', `${url.href} answered HTTP ${res.statusCode}; only a successful (2xx) response can be converted.`);
+      }
+      const length = Number(res.headers['content-length']);
+      if (Number.isFinite(length) && length > cfg.maxBytes) {
+        discard(res.body);
+        throw tooLarge(url, cfg.maxBytes, `it declares ${mb(length)}`);
+      }
+      const head = await save(res.body, file, url, signal, cfg.maxBytes);
+      return {
+        finalUrl: url, head,
+        contentType: header(res.headers['content-type']),
+        disposition: header(res.headers['content-disposition']),
+        file,
+      };
+    }
+  } catch (err) {
+    throw failure(err, url, cancel, timeout.signal, cfg.timeoutMs);
+  } finally {
+    clearTimeout(timer);
+    dispatcher.destroy().catch(() => {});
+  }
+}
+
+/** Streams the body to `file`, failing as soon as it passes the cap; returns the first bytes. */
+async function save(body: NodeJS.ReadableStream, file: string, url: URL, signal: AbortSignal, maxBytes: number): Promise<Buffer> {
+  let total = 0;
+  const head: Buffer[] = [];
+  let headLength = 0;
+  const cap = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      total += chunk.length;
+      if (total > maxBytes) return done(tooLarge(url, maxBytes, 'more was sent'));
+      if (headLength < PEEK_BYTES) {
+        head.push(chunk.subarray(0, PEEK_BYTES - headLength));
+        headLength += Math.min(chunk.length, PEEK_BYTES - headLength);
+      }
+      done(null, chunk);
+    },
+  });
+  await pipeline(body, cap, createWriteStream(file), { signal });
+  return Buffer.concat(head);
+}
+
 export const urlConverter: Converter = createUrlConverter();
 
-async function readUrl(file: string): Promise<string> {
+/** The address a URL source file holds (UTF-8 text, one http(s) URL). */
+export async function readUrl(file: string): Promise<string> {
   const fh = await open(file, 'r');
   try {
     const buf = Buffer.alloc(16 * 1024);

@@ -13,12 +13,22 @@
 //   lost Redis cannot create a second conversion: a conflict there is answered as a replay.
 // - A finished conversion is charged the credits of its completed sources (failed ones cost
 //   nothing); a conversion deleted before it settled is charged nothing.
+// - A URL is fetched at admission (plan), by estimate and submit alike, and priced as the fetch
+//   plus what it fetched, as its kind: the estimate is exact and submit reserves exactly that.
+//   The fetched document becomes the source's blob and its job converts it without fetching
+//   again; it is priced as stored and converted (a text page whose Content-Type names a charset
+//   is re-encoded as UTF-8 first), and a fetched PDF's pages count towards the sync limit. A
+//   fetch that fails makes that source a failed file of the new conversion (reserved and charged
+//   nothing); the estimate answers with the same Problem.
+import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
+import path from 'node:path';
 import { ApiError, fileProblem } from '../errors.js';
-import { sniff, peekBytes, peekFile, isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
+import { sniff, peekBytes, peekFile, isRender, converterForMime, ENDPOINTS, type RunResult } from '../converters/registry.js';
 import { renderCount } from '../converters/markdown.js';
-import type { ConverterKind, Count, Peek } from '../converters/types.js';
-import { priceSource, type Fetched } from '../billing/pricing.js';
+import type { Converter, ConverterKind, ConvertOptions, Count, Peek } from '../converters/types.js';
+import { fetchDocument, readUrl, type FetchSettings } from '../converters/url.js';
+import { priceSource } from '../billing/pricing.js';
 import { Refusal, refusalError, reserveWithRebuild, type Gate, type IdempotencyClaim } from '../billing/gate.js';
 import { recordReservation, type Ledger } from '../billing/ledger.js';
 import type { Plan, PlanLimits } from '../billing/plans.js';
@@ -34,7 +44,7 @@ import {
   deleteConversionRows, type NewFile, type ConversionStatus, type ConversionRow, type FileRow,
 } from '../store/conversions.js';
 import type { Principal } from '../server/auth.js';
-import type { ConvertRequest } from '../server/convert-request.js';
+import type { ConvertRequest, StagedSource } from '../server/convert-request.js';
 import type { Executor } from './executor.js';
 import { JobRunner } from './runner.js';
 import { resolveSources } from '../uploads/refs.js';
@@ -52,9 +62,8 @@ export const RETENTION_MS = 24 * 60 * 60 * 1000;
 
 const EXT: Record<string, string> = { markdown: '.md', text: '.txt', html: '.html', pages: '.pages.json' };
 
-/** What a URL fetches is unknown until it is fetched, and the executor does not report it: a URL
- *  is estimated, reserved and charged as the fetch plus the minimum price of a document. */
-const URL_ASSUMED_FETCH: Fetched = { kind: 'text', count: { pages: 1, units: 0 } };
+/** URL sources of one request fetched at once, at admission. */
+const URL_FETCHES_AT_ONCE = 4;
 
 /** How long a replay waits for the first request with its key to commit its conversion. */
 const REPLAY_WAIT_MS = 5_000;
@@ -79,7 +88,14 @@ export interface LifecycleOptions {
   /** Jobs this process runs at once. */
   capacity: number;
   pollMs?: number;
+  /** How URL sources are fetched at admission (ALLOW_PRIVATE_NETWORK; limits and the guard's
+   *  check in tests). */
+  urlFetch: FetchSettings;
 }
+
+/** Hands a file the service staged for a request to that request's clean-ups, which remove it
+ *  whatever happens (a conversion that adopted it has already moved it away). */
+export type Track = (path: string) => void;
 
 const TERMINAL: ReadonlySet<string> = new Set(['completed', 'completed_with_errors', 'failed']);
 /** Render sources up to this size run in-thread; larger ones go to the pool like documents. */
@@ -109,7 +125,7 @@ export interface Billing {
 export interface PlannedEstimate {
   name: string;
   /** The first bytes, read once for sniffing and reused by an in-request render. */
-  peek: Peek;
+  peek?: Peek;
   /** The bytes, for a render source held in memory (then `path` is empty). */
   data?: Buffer;
   mime: string;
@@ -117,6 +133,15 @@ export interface PlannedEstimate {
   path: string;
   count: Count;
   credits: number;
+  /** A URL source: where it was finally fetched from and the kind it converts as. */
+  fetched?: FetchedSource;
+  /** A URL source whose fetch failed: it costs nothing and is a failed file at submit. */
+  failure?: ApiError;
+}
+
+interface FetchedSource {
+  url: string;
+  kind: ConverterKind;
 }
 
 interface PlannedSource {
@@ -129,6 +154,8 @@ interface PlannedSource {
   content?: string | null;
   count: Count;
   credits: number;
+  fetched?: FetchedSource;
+  failure?: ApiError;
 }
 
 interface Idem {
@@ -146,10 +173,12 @@ export class ConversionService {
   readonly group: GroupCommit;
   private inline: Executor;
   private settleTimer?: NodeJS.Timeout;
+  private urlFetch: FetchSettings;
 
   constructor(private sql: Sql, private blobs: Blobs, private executor: Executor, private billing: Billing, life: LifecycleOptions) {
     this.inline = life.inline;
     this.group = new GroupCommit(sql);
+    this.urlFetch = life.urlFetch;
     this.runner = new JobRunner(sql, (job, signal) => this.runJob(job, signal), { capacity: life.capacity, pollMs: life.pollMs });
   }
 
@@ -166,26 +195,51 @@ export class ConversionService {
     await this.runner.stop(graceMs);
   }
 
-  /** Sniffs, counts and prices every staged source; 415 for a source that is not of the endpoint's kind. */
-  async plan(req: ConvertRequest): Promise<PlannedEstimate[]> {
+  /**
+   * Sniffs, counts and prices every staged source; 415 for a source that is not of the
+   * endpoint's kind. A URL source is fetched here into a file handed to `track`, and priced as
+   * the fetch plus what it fetched; a fetch that fails is kept as the source's `failure`.
+   */
+  async plan(req: ConvertRequest, track: Track): Promise<PlannedEstimate[]> {
+    if (req.kind === 'url') {
+      // Every source is a URL before anything is fetched.
+      for (const s of req.sources) await sniff(req.kind, await peekFile(s.path, s.name, s.mime));
+      return inOrder(req.sources, URL_FETCHES_AT_ONCE, (s) => this.planFetch(s, req.options, track));
+    }
     const out: PlannedEstimate[] = [];
     for (const s of req.sources) {
       const peek = s.data ? peekBytes(s.data, s.name, s.mime) : await peekFile(s.path, s.name, s.mime);
       const conv = await sniff(req.kind, peek);
-      let count: Count;
-      try {
-        count = s.data ? renderCount(s.data.length) : await conv.count(s.path, req.options);
-      } catch (err) {
-        if (err instanceof ApiError) throw err;
-        throw new ApiError('invalid_document', `"${s.name}" could not be read: ${(err as Error).message}`);
-      }
+      const count = s.data ? renderCount(s.data.length) : await countOf(conv, s.path, s.name, req.options);
       const mime = s.mime && s.mime !== 'application/octet-stream' ? s.mime : conv.mediaTypes[0]!;
-      const credits = req.kind === 'url'
-        ? priceSource('url', count, req.options, URL_ASSUMED_FETCH)
-        : priceSource(req.kind, count, req.options);
-      out.push({ name: s.name, peek, mime, bytes: s.bytes, path: s.path, data: s.data, count, credits });
+      out.push({
+        name: s.name, peek, mime, bytes: s.bytes, path: s.path, data: s.data, count, credits: priceSource(req.kind, count, req.options),
+      });
     }
     return out;
+  }
+
+  /** Fetches one URL source next to the staged files and prices what came back, as its kind. */
+  private async planFetch(s: StagedSource, options: ConvertOptions, track: Track): Promise<PlannedEstimate> {
+    const target = path.join(this.blobs.tmpDir, `fetch_${randomBytes(12).toString('hex')}`);
+    try {
+      const doc = await fetchDocument(await readUrl(s.path), target, this.urlFetch);
+      // The dispatch the URL converter makes: the declared (or sniffed) type, then the bytes.
+      const conv = await converterForMime({ bytes: doc.head, name: doc.name, mime: doc.mime });
+      const count = await countOf(conv, doc.file, doc.name, options);
+      return {
+        name: s.name, mime: doc.mime, bytes: (await stat(doc.file)).size, path: doc.file, count,
+        credits: priceSource('url', count, options, { kind: conv.kind, count }),
+        fetched: { url: doc.finalUrl.href, kind: conv.kind },
+      };
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      // The source stays the address it was; nothing was fetched to charge for.
+      const mime = s.mime && s.mime !== 'application/octet-stream' ? s.mime : 'text/uri-list';
+      return { name: s.name, mime, bytes: s.bytes, path: s.path, count: { pages: 0, units: 0 }, credits: 0, failure: err };
+    } finally {
+      track(target);
+    }
   }
 
   /**
@@ -193,24 +247,20 @@ export class ConversionService {
    * claim), then the insert. On a replay nothing is created; the caller's staged files stay
    * where they are (the request's clean-ups remove them).
    */
-  async accept(p: Principal, given: ConvertRequest, from: SubmitContext): Promise<Submitted> {
+  async accept(p: Principal, given: ConvertRequest, from: SubmitContext, track: Track): Promise<Submitted> {
     // file_/upl_ references become staged sources (hard links the conversion adopts); links not
     // adopted (a replay, a refusal) are removed whatever happens.
     const refs = await resolveSources(this.sql, this.blobs, p, given);
     try {
-      return await this.admit(p, { ...given, sources: [...given.sources, ...refs.sources] }, given, from);
+      return await this.admit(p, { ...given, sources: [...given.sources, ...refs.sources] }, given, from, track);
     } finally {
       await refs.release();
     }
   }
 
-  private async admit(p: Principal, req: ConvertRequest, given: ConvertRequest, from: SubmitContext): Promise<Submitted> {
+  private async admit(p: Principal, req: ConvertRequest, given: ConvertRequest, from: SubmitContext, track: Track): Promise<Submitted> {
     const limits = this.billing.limits(p.plan);
     checkFileSizes(req.sources, limits);
-    const planned = await this.plan(req);
-    await checkPlanLimits(this.sql, p.accountId, limits,
-      planned.map((s) => ({ name: s.name, bytes: s.bytes, pages: s.count.pages })), req.store);
-
     const endpoint = ENDPOINTS[req.kind];
     const idem: Idem | undefined = from.idempotencyKey === undefined ? undefined : {
       endpoint,
@@ -220,6 +270,19 @@ export class ConversionService {
         // References are in the fingerprint by id; only the request's own bytes are hashed.
         given.sources),
     };
+    // A retry of a committed URL conversion is answered before its URLs are fetched again (other
+    // kinds only read local files, and are replayed by the gate's claim as before).
+    if (req.kind === 'url' && idem) {
+      const committed = await findClaim(this.sql, p.accountId, idem.endpoint, idem.key);
+      if (committed) return this.replayOf(committed, idem);
+    }
+
+    const planned = await this.plan(req, track);
+    // A URL's size is known once it is fetched: the plan's per-file size applies to that too.
+    if (req.kind === 'url') checkFileSizes(planned, limits);
+    await checkPlanLimits(this.sql, p.accountId, limits,
+      planned.map((s) => ({ name: s.name, bytes: s.bytes, pages: s.count.pages })), req.store);
+
     const credits = planned.reduce((a, s) => a + s.credits, 0);
     const gated = !isRender(req.kind);
     let conversionId = newId('conv');
@@ -284,9 +347,11 @@ export class ConversionService {
       return {
         id, name: s.name, mime: s.mime, bytes: s.bytes, count: s.count, credits: s.credits,
         blob: held ? null : this.blobs.nameFor(p.accountId, id), content: held ? s.data!.toString('utf8') : null,
+        fetched: s.fetched, failure: s.failure,
       };
     });
-    const jobIds = sources.map(() => newId('job'));
+    // A URL whose fetch failed at admission has nothing left to convert: it gets no job.
+    const jobs = sources.flatMap((s) => (s.failure ? [] : [{ id: newId('job'), sourceId: s.id }]));
     const conv = { id: conversionId, accountId: p.accountId, expiresAt };
     const outputs: NewFile[][] = [];
     try {
@@ -317,10 +382,13 @@ export class ConversionService {
           options: { ...req.options }, metadata: req.metadata, store: req.store, createdAt, expiresAt, creditsReserved: gated ? credits : 0,
         }, sources.map((s, i) => ({
           id: s.id, position: i * 8, role: 'source', name: s.name, mime: s.mime, status: 'queued', bytes: s.bytes,
-          pages: s.count.pages, credits: s.credits, blob: s.blob, content: s.content,
+          pages: s.failure ? null : s.count.pages, credits: s.credits, blob: s.blob, content: s.content, fetched: s.fetched,
         })));
         await countMonthlyFiles(t, p.accountId, sources.length, limits.filesPerMonth);
         if (gated) await recordReservation(t, p.accountId, conversionId, credits);
+        for (const s of sources) {
+          if (s.failure) await finishSource(joined, conv, s.id, { error: fileProblem(s.failure, `/v1/conversions/${conversionId}`, conversionId) });
+        }
         if (rendered) {
           for (let i = 0; i < sources.length; i++) {
             await finishSource(joined, conv, sources[i]!.id, { outputs: outputs[i]!, pages: rendered[i]!.pageCount, credits: 0 });
@@ -329,18 +397,25 @@ export class ConversionService {
         }
         // One durable job per source, committed with the conversion: if this process dies now,
         // another one finds the jobs and runs them.
-        await t`insert into jobs ${t(sources.map((s, i) => ({
-          id: jobIds[i]!, conversion_id: conversionId, source_id: s.id, account_id: p.accountId,
+        if (jobs.length === 0) return;
+        await t`insert into jobs ${t(jobs.map((j) => ({
+          id: j.id, conversion_id: conversionId, source_id: j.sourceId, account_id: p.accountId,
         })))}`;
       });
     } catch (err) {
       await this.blobs.remove([...sources, ...outputs.flat()].flatMap((f) => (f.blob ? [f.blob] : [])));
       throw err;
     }
-    const pdfPagesOf = (): number => (req.kind === 'pdf' ? sources.reduce((a, s) => a + s.count.pages, 0) : 0);
+    // PDF pages sent, or fetched from a URL, count towards the sync limit alike.
+    const pdfPagesOf = (): number => sources.reduce((a, s) => a + ((s.fetched?.kind ?? req.kind) === 'pdf' ? s.count.pages : 0), 0);
     if (rendered) return { conversionId, done: Promise.resolve(), pdfPages: pdfPagesOf(), sources: sources.length, capacity: false, finished: true };
+    if (jobs.length === 0) {
+      // Every URL failed to fetch: the conversion ended failed in its insert and is settled now.
+      if (gated) await this.settleCredits(p.accountId, conversionId).catch((err: unknown) => this.billing.onError?.(err, `settling ${conversionId}`));
+      return { conversionId, done: Promise.resolve(), pdfPages: 0, sources: sources.length, capacity: false, finished: true };
+    }
     const capacity = !isRender(req.kind) && this.executor.saturated?.() === true;
-    const started = capacity ? [] : await this.runner.runNow(jobIds);
+    const started = capacity ? [] : await this.runner.runNow(jobs.map((j) => j.id));
     const done = Promise.all(started).then(() => undefined);
     return { conversionId, done, pdfPages: pdfPagesOf(), sources: sources.length, capacity };
   }
@@ -399,14 +474,19 @@ export class ConversionService {
    */
   async runJob(job: JobRow, signal: AbortSignal): Promise<void> {
     const [c] = await this.sql`
-      select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, c.id, c.account_id, c.name as endpoint,
-             c.options, c.operation, c.expires_at
+      select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, f.fetched_from, f.fetched_kind,
+             c.id, c.account_id, c.name as endpoint, c.options, c.operation, c.expires_at
       from files f join conversions c on c.id = f.conversion_id where f.id = ${job.source_id}`;
     if (!c) return; // deleted under us: the job row went with it
     const kind = kindOfEndpoint(c.endpoint as string)!;
     const conv = { id: c.id as string, accountId: c.account_id as string, expiresAt: c.expires_at as Date | null };
     const guard = (tx: Sql): Promise<boolean> => completeJob(tx, this.runner.owner, job.id);
     const options = c.options as ConvertRequest['options'];
+    // A URL fetched at admission: its blob is the document, converted as the kind it was priced
+    // as, links resolved against the address it came from. (A URL admitted before fetching moved
+    // to admission has none: the URL converter fetches it, as it did then.)
+    const fetched: FetchedSource | undefined = c.fetched_kind
+      ? { kind: c.fetched_kind as ConverterKind, url: c.fetched_from as string } : undefined;
     const source: PlannedSource = {
       id: c.source_id as string, name: c.name as string, mime: c.mime as string, bytes: 0, blob: c.blob as string,
       count: { pages: 0, units: 0 }, credits: Number(c.credits ?? 0),
@@ -427,13 +507,16 @@ export class ConversionService {
       // A job's source is always a blob: only sources rendered in their request are kept in rows.
       const file = this.blobs.pathOf(c.blob as string);
       const small = isRender(kind) && (await stat(file)).size <= INLINE_RENDER_BYTES;
+      const task = fetched
+        ? { kind: fetched.kind, options: { ...options, baseUrl: fetched.url } }
+        : { kind, options };
       const result = await (small ? this.inline : this.executor).run(
-        { kind, path: file, name: source.name, mime: source.mime, options }, signal, onProgress,
+        { ...task, path: file, name: source.name, mime: source.mime }, signal, onProgress,
       );
       const index = Math.floor(Number(c.position) / 8);
       const outputs = await this.outputFiles(conv.accountId, source, index, result);
-      const credits = kind === 'pdf' ? priceSource(kind, { pages: result.pageCount, units: result.pageCount }, options) : source.credits;
-      status = await finishSource(this.sql, conv, source.id, { outputs, pages: result.pageCount, credits: Math.min(credits, source.credits) }, guard);
+      const credits = chargeFor(kind, fetched?.kind, result.pageCount, options, source.credits);
+      status = await finishSource(this.sql, conv, source.id, { outputs, pages: result.pageCount, credits }, guard);
     } catch (err) {
       const problem = fileProblem(err, `/v1/conversions/${conv.id}`, conv.id);
       status = await finishSource(this.sql, conv, source.id, { error: problem }, guard).catch(() => null);
@@ -513,6 +596,42 @@ function finishedRender(accountId: string, id: string, req: ConvertRequest, crea
     bytes: s.bytes, pages: rendered[i]!.pageCount, credits: 0, blob: s.blob, content: s.content,
   }, ...outputs[i]!]);
   return { row, files };
+}
+
+/**
+ * What a converted source costs: the price reserved for it, except that a PDF (sent, or fetched
+ * from a URL) costs the pages the converter processed, never more than was reserved.
+ */
+function chargeFor(kind: ConverterKind, fetchedKind: ConverterKind | undefined, pageCount: number,
+  options: ConvertOptions, reserved: number): number {
+  const pages: Count = { pages: pageCount, units: pageCount };
+  if (kind === 'pdf') return Math.min(reserved, priceSource('pdf', pages, options));
+  if (kind === 'url' && fetchedKind === 'pdf') return Math.min(reserved, priceSource('url', pages, options, { kind: 'pdf', count: pages }));
+  return reserved;
+}
+
+/** A converter's count; a failure that is not already an ApiError is the document's fault (422). */
+async function countOf(conv: Converter, file: string, name: string, options: ConvertOptions): Promise<Count> {
+  try {
+    return await conv.count(file, options);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('invalid_document', `"${name}" could not be read: ${(err as Error).message}`);
+  }
+}
+
+/** `fn` over `items`, at most `limit` at a time; the results in the items' order. */
+async function inOrder<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return out;
 }
 
 export function kindOfEndpoint(segment: string): ConverterKind | undefined {

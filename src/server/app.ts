@@ -88,7 +88,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     auth: new Authenticator(db.sql),
     conversions: new ConversionService(db.sql, blobs, executor, {
       gate, ledger, limits, onError: (err, what) => log.error({ err }, what),
-    }, { inline, capacity: config.poolThreads * 2 }),
+    }, { inline, capacity: config.poolThreads * 2, urlFetch: { allowPrivateNetwork: config.allowPrivateNetwork } }),
   };
 
   const router = new Router();

@@ -37,6 +37,8 @@ export interface NewFile {
   content?: string | null;
   blob?: string | null;
   error?: Problem | null;
+  /** A URL source fetched at admission: the final address and the kind it converts as. */
+  fetched?: { url: string; kind: string } | null;
 }
 
 export async function insertConversion(sql: Sql, c: NewConversion, files: NewFile[]): Promise<void> {
@@ -58,6 +60,7 @@ async function insertFiles(sql: Sql, c: { id: string; accountId: string; expires
     format: f.format ?? null, variant: f.variant ?? null, bytes: f.bytes, pages: f.pages ?? null,
     credits: f.credits ?? null, content: f.content ?? null, blob: f.blob ?? null,
     error: f.error ? sql.json(f.error as never) : null, expires_at: c.expiresAt,
+    fetched_from: f.fetched?.url ?? null, fetched_kind: f.fetched?.kind ?? null,
   }));
   await sql`insert into files ${sql(rows)}`;
 }

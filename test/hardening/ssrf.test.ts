@@ -85,6 +85,16 @@ for (const mode of MODES) {
       t.equal(hits, 0, 'the server on 127.0.0.1 never received a request');
     });
 
+    await t.test('estimates of URLs at private addresses are 400 naming the address (an estimate fetches to price)', async (t) => {
+      for (const url of blocked) {
+        const res = await w.req('POST', '/v1/convert/url/estimate', { json: { url } });
+        const body = await res.json() as Problem;
+        t.equal(res.status, 400, `${url}: 400`);
+        t.match(body, { error: 'invalid_request', detail: /Refused to fetch .*(loopback|private|link-local|unspecified|unique local|reserved)/ }, `${url}: ${body.detail}`);
+      }
+      t.equal(hits, 0, 'the server on 127.0.0.1 never received a request');
+    });
+
     await t.test('a name that turns private between the check and the connect is refused at connect', async (t) => {
       const res = await w.req('POST', '/v1/convert/url?wait=20', { json: { url: `http://rebind.test:${port}/` } });
       const body = await res.json() as ConvJ;

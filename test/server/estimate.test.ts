@@ -2,6 +2,8 @@
 // options, and what an estimate must never do: check plan limits, refuse a short balance, create
 // a conversion, reserve credits, or leave a staged file behind. Both stores and both gates.
 import t, { type Test } from 'tap';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -46,10 +48,22 @@ const docx = await buildPlain(docs, 'memo.docx', ['A short memo.']);
 const xlsx = await buildGridWorkbook(docs, 1, 10, 10);
 const pptx = await buildDeck(docs, 'deck.pptx');
 
+// URL sources are fetched to be priced: the five-page PDF, served from 127.0.0.1.
+const site = http.createServer((req, res) => {
+  if (req.url === '/annual/report.pdf') res.writeHead(200, { 'content-type': TYPES.pdf }).end(readFileSync(pdf5));
+  else res.writeHead(404).end();
+});
+await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
+const siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+t.teardown(() => {
+  site.closeAllConnections();
+  site.close();
+});
+
 for (const mode of MODES) {
   const redis = mode === 'postgres';
   t.test(`estimates (${mode} + ${redis ? 'RedisGate' : 'LocalGate'})`, async (t) => {
-    const w = await startWorld(mode, { PLAN_OVERRIDES: JSON.stringify({ lite: { fileBytes: 100 } }) }, { redis, credits: 50 });
+    const w = await startWorld(mode, { PLAN_OVERRIDES: JSON.stringify({ lite: { fileBytes: 100 } }), ALLOW_PRIVATE_NETWORK: '1' }, { redis, credits: 50 });
     t.teardown(() => w.close());
 
     await t.test('every kind is priced as the pricing table says', async (t) => {
@@ -59,7 +73,7 @@ for (const mode of MODES) {
         ['word', { body: form([{ file: docx, name: 'memo.docx', type: TYPES.docx }]) }, [['memo.docx', 1]]],
         ['excel', { body: form([{ file: xlsx, name: 'grid.xlsx', type: TYPES.xlsx }]) }, [['grid.xlsx', 1]]],
         ['html', { json: { html: '<p>hello</p>' } }, [['input-1.html', 1]]],
-        ['url', { json: { url: 'https://docs.example.com/annual/report.pdf' } }, [['report.pdf', 2]]],
+        ['url', { json: { url: `${siteUrl}/annual/report.pdf` } }, [['report.pdf', 1 + 5]]],
         ['text', { json: { texts: ['small', 'b'.repeat(600 * 1024)] } }, [['input-1.txt', 1], ['input-2.txt', 2]]],
         ['markdown/html', { json: { markdown: '# one\n\n'.repeat(1000) } }, [['input-1.md', 0]]],
         ['markdown/text', { json: { text: 'plain' } }, [['input-1.md', 0]]],
@@ -95,6 +109,7 @@ for (const mode of MODES) {
       const before = await readLedger(w.db.sql, w.accountId);
       for (let i = 0; i < 5; i++) await estimate(t, w, 'text', { json: { text: `estimate ${i}` } });
       await estimate(t, w, 'word', { body: form([{ file: docx, name: 'memo.docx', type: TYPES.docx }]) });
+      await estimate(t, w, 'url', { json: { url: `${siteUrl}/annual/report.pdf` } });
       t.strictSame(await readLedger(w.db.sql, w.accountId), before, 'the ledger is untouched');
       t.equal(before.balance, 50);
       const [l] = await w.db.sql`select count(*)::int as n from ledger where account_id = ${w.accountId} and kind <> 'grant'`;

@@ -119,10 +119,10 @@ for (const mode of MODES) {
       // service.ts is not ours to edit: wrap accept() exactly as the report asks the lead to wire it.
       const svc = w.app.deps.conversions;
       const accept = svc.accept.bind(svc);
-      svc.accept = async (p, req, from) => {
+      svc.accept = async (p, req, from, track) => {
         const refs = await resolveSources(w.db.sql, blobs, p, req);
         try {
-          return await accept(p, { ...req, sources: [...req.sources, ...refs.sources], fileRefs: [], uploadRefs: [] }, from);
+          return await accept(p, { ...req, sources: [...req.sources, ...refs.sources], fileRefs: [], uploadRefs: [] }, from, track);
         } finally {
           await refs.release();
         }

@@ -2,6 +2,7 @@
 // and answer 200 when it finishes inside the wait window, else 202 with async_reason. A retry
 // with the Idempotency-Key of an earlier request answers that conversion as it is now (200 when
 // finished, else 202) with `Idempotent-Replayed: true`, and creates nothing.
+import { rm } from 'node:fs/promises';
 import { ApiError } from '../../errors.js';
 import { ENDPOINTS, KINDS } from '../../converters/registry.js';
 import type { ConverterKind } from '../../converters/types.js';
@@ -13,7 +14,7 @@ import type { Router } from '../router.js';
 import { fromJson, fromMultipart, MAX_SOURCES, type ConvertRequest } from '../convert-request.js';
 import { conversionJson, snapshotJson } from '../conversion-json.js';
 import { getConversionRow, type ConversionStatus } from '../../store/conversions.js';
-import type { AsyncReason } from '../../jobs/service.js';
+import type { AsyncReason, Track } from '../../jobs/service.js';
 import { idempotencyKeyOf } from '../../billing/admission.js';
 
 const TERMINAL: ReadonlySet<ConversionStatus> = new Set(['completed', 'completed_with_errors', 'failed']);
@@ -34,6 +35,11 @@ export async function readConvertRequest(deps: Deps, ctx: Ctx, kind: ConverterKi
     return fromJson(ctx, kind, body, deps.blobs.tmpDir);
   }
   throw new ApiError('invalid_request', `Content-Type must be application/json or multipart/form-data, not "${type}".`);
+}
+
+/** Files the service stages for the request (fetched URLs) go with the request's clean-ups. */
+export function stagedBy(ctx: Ctx): Track {
+  return (file) => ctx.cleanups.push(() => rm(file, { force: true }));
 }
 
 /** The wait window from `wait` and `Prefer` (RFC 7240: respond-async, wait=N). */
@@ -62,7 +68,7 @@ export function registerConvert(router: Router, deps: Deps): void {
       const window = waitWindow(ctx, deps.config.syncWaitDefaultS);
       const idempotencyKey = idempotencyKeyOf(ctx.headers);
       const req = await readConvertRequest(deps, ctx, kind);
-      const submitted = await deps.conversions.accept(p, req, { method: ctx.method, path: ctx.path, idempotencyKey });
+      const submitted = await deps.conversions.accept(p, req, { method: ctx.method, path: ctx.path, idempotencyKey }, stagedBy(ctx));
       const replayed = submitted.kind === 'replay';
       const id = replayed ? submitted.conversionId : submitted.accepted.conversionId;
       const reason = replayed ? undefined

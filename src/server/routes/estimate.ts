@@ -3,14 +3,19 @@
 // same ConversionService.plan() (sniff, count, price), so what is estimated is what submit
 // reserves. An estimate never checks plan limits, never fails on a short balance, never creates
 // a conversion or reserves; the sources it staged are removed by the request's clean-ups.
-// URL sources are priced without fetching: the fetch plus the minimum price of a document (2).
+// URL sources are fetched (into files the clean-ups remove too) and priced exactly: the fetch
+// plus what was fetched, as its kind. A URL that cannot be fetched answers the Problem its file
+// would carry at submit: 422 invalid_document for a remote failure (an HTTP error, a timeout, too
+// large, too many redirects), 400 invalid_request when the SSRF guard refuses the address, 415
+// when what came back is no kind the service converts. An estimate cannot price a source it
+// cannot read, and answering 200 with a price of 0 would hide why.
 import { resolveSources } from '../../uploads/refs.js';
 import { ENDPOINTS, KINDS } from '../../converters/registry.js';
 import { requireScope, requireSubscription } from '../auth.js';
 import { checkRate, principalOf, type Deps } from '../deps.js';
 import { sendJson } from '../respond.js';
 import type { Router } from '../router.js';
-import { readConvertRequest } from './convert.js';
+import { readConvertRequest, stagedBy } from './convert.js';
 
 export interface EstimateJson {
   sources: Array<{ name: string; pages: number; credits: number }>;
@@ -29,10 +34,13 @@ export function registerEstimate(router: Router, deps: Deps): void {
       const refs = await resolveSources(deps.db.sql, deps.blobs, p, req);
       let planned;
       try {
-        planned = await deps.conversions.plan({ ...req, sources: [...req.sources, ...refs.sources] });
+        planned = await deps.conversions.plan({ ...req, sources: [...req.sources, ...refs.sources] }, stagedBy(ctx));
       } finally {
         await refs.release();
       }
+      // What cannot be fetched cannot be priced: the answer is the Problem its file would carry.
+      const unfetched = planned.find((s) => s.failure);
+      if (unfetched) throw unfetched.failure;
       const body: EstimateJson = {
         sources: planned.map((s) => ({ name: s.name, pages: s.count.pages, credits: s.credits })),
         credits_total: planned.reduce((a, s) => a + s.credits, 0),
