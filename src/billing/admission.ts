@@ -36,13 +36,18 @@ export function checkFileSizes(sources: SizedSource[], limits: PlanLimits): void
   }
 }
 
-/** 422 page_cap_exceeded, then 403 upload_limit_exceeded and storage_limit_exceeded. */
+/**
+ * 422 page_cap_exceeded, then 403 upload_limit_exceeded and storage_limit_exceeded. The monthly
+ * read is a fast refusal before credits are reserved; a submit that reserves nothing (a render)
+ * skips it, as its insert enforces the allowance exactly anyway.
+ */
 export async function checkPlanLimits(sql: Sql, accountId: string, limits: PlanLimits,
-  sources: Array<SizedSource & { pages: number }>, store: boolean): Promise<void> {
+  sources: Array<SizedSource & { pages: number }>, store: boolean, reserves = true): Promise<void> {
   const long = sources.find((s) => s.pages > limits.pageCap);
   if (long) {
     throw new ApiError('page_cap_exceeded', `"${long.name}" has ${long.pages} pages; the plan allows ${limits.pageCap} per file.`);
   }
+  if (!reserves && !store) return;
   const [u] = await sql`
     select coalesce((select files from monthly_usage where account_id = ${accountId}
               and month = date_trunc('month', now() at time zone 'utc')::date), 0) as month_files,

@@ -81,6 +81,8 @@ export type RateResult =
   | { allowed: true; remaining: number }
   | ({ allowed: false } & Extract<GateRefusal, { refusal: Refusal.RateLimited }>);
 
+export type BalanceRead = { kind: 'loaded'; balance: number } | { kind: 'not_loaded'; epoch: string };
+
 export interface Gate {
   reserve(req: ReserveRequest): Promise<ReserveResult>;
   /** `charged` above the reservation is clamped to it; the answer says what was charged. */
@@ -92,6 +94,8 @@ export interface Gate {
   adjust(accountId: string, delta: number): Promise<AdjustResult>;
   /** Available balance, or null when the account is not loaded. */
   balance(accountId: string): Promise<number | null>;
+  /** The balance when loaded, else the epoch a `load` must carry (read in one step). */
+  readBalance(accountId: string): Promise<BalanceRead>;
   /** Conversions holding a reservation (the concurrency count). */
   running(accountId: string): Promise<number>;
   rateLimit(accountId: string, perMinute: number): Promise<RateResult>;

@@ -81,9 +81,15 @@ export class Ledger {
     await this.gate.adjust(accountId, amount);
   }
 
-  /** The available balance: the gate's copy, or the ledger's sum when the gate does not hold it. */
+  /** The available balance: the gate's copy, or the ledger's sum when the gate does not hold it;
+   *  then the gate is loaded with it, so that the next read (every answer shows the balance) is
+   *  one gate call. A load that money moved under is refused as stale and simply not made. */
   async balance(accountId: string): Promise<number> {
-    return (await this.gate.balance(accountId)) ?? (await readLedger(this.sql, accountId)).balance;
+    const held = await this.gate.readBalance(accountId);
+    if (held.kind === 'loaded') return held.balance;
+    const snapshot = await readLedger(this.sql, accountId);
+    await this.gate.load(accountId, snapshot, held.epoch);
+    return snapshot.balance;
   }
 
   /**

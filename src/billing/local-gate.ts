@@ -8,7 +8,7 @@ import {
   CONCURRENCY_RETRY_AFTER_S, EPOCH_TTL_S, RATE_WINDOW_MS, Refusal,
   checkAdjust, checkId, checkLoad, checkReserve, checkSettle,
   type AdjustResult, type Gate, type LedgerSnapshot, type LoadResult, type RateResult,
-  type ReserveRequest, type ReserveResult, type SettleResult,
+  type ReserveRequest, type ReserveResult, type SettleResult, type BalanceRead,
 } from './gate.js';
 
 interface Expiring<T> { value: T; expiresAt: number }
@@ -144,6 +144,12 @@ export class LocalGate implements Gate {
 
   async balance(accountId: string): Promise<number | null> {
     return this.account(accountId).balance;
+  }
+
+  async readBalance(accountId: string): Promise<BalanceRead> {
+    const a = this.account(accountId);
+    return a.balance === null
+      ? { kind: 'not_loaded', epoch: this.live(a.epoch) ? a.epoch.value : '' } : { kind: 'loaded', balance: a.balance };
   }
 
   async running(accountId: string): Promise<number> {

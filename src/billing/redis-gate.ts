@@ -18,7 +18,7 @@ import {
   CONCURRENCY_RETRY_AFTER_S, EPOCH_TTL_S, RATE_WINDOW_MS, Refusal,
   checkAdjust, checkId, checkLoad, checkReserve, checkSettle,
   type AdjustResult, type Gate, type LedgerSnapshot, type LoadResult, type RateResult,
-  type ReserveRequest, type ReserveResult, type SettleResult,
+  type ReserveRequest, type ReserveResult, type SettleResult, type BalanceRead,
 } from './gate.js';
 
 type Reply = Array<number | string>;
@@ -160,6 +160,13 @@ export class RedisGate implements Gate {
   async balance(accountId: string): Promise<number | null> {
     const v = await this.redis.get(this.keys(accountId).balance);
     return v === null ? null : Number(v);
+  }
+
+  async readBalance(accountId: string): Promise<BalanceRead> {
+    const k = this.keys(accountId);
+    const [balance, epoch] = await this.redis.mget(k.balance, k.epoch);
+    return balance === null || balance === undefined
+      ? { kind: 'not_loaded', epoch: epoch ?? '' } : { kind: 'loaded', balance: Number(balance) };
   }
 
   async running(accountId: string): Promise<number> {

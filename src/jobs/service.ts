@@ -281,7 +281,7 @@ export class ConversionService {
     // A URL's size is known once it is fetched: the plan's per-file size applies to that too.
     if (req.kind === 'url') checkFileSizes(planned, limits);
     await checkPlanLimits(this.sql, p.accountId, limits,
-      planned.map((s) => ({ name: s.name, bytes: s.bytes, pages: s.count.pages })), req.store);
+      planned.map((s) => ({ name: s.name, bytes: s.bytes, pages: s.count.pages })), req.store, !isRender(req.kind));
 
     const credits = planned.reduce((a, s) => a + s.credits, 0);
     const gated = !isRender(req.kind);

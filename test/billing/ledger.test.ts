@@ -66,6 +66,28 @@ for (const [name, make] of Object.entries(gates)) {
       t.strictSame(await readLedger(sql, a), { balance: 100, reservations: [] });
       t.equal(await gate.balance(a), null, 'an unloaded gate is not loaded by a grant');
       t.equal(await ledger.balance(a), 100, 'the balance falls back to the ledger');
+      t.equal(await gate.balance(a), 100, 'and that read loaded the gate: the next one is a gate call');
+    });
+
+    await t.test('a balance read that money moved under does not load the gate', async (t) => {
+      const a = await newAccount();
+      await ledger.grant(a, 50, 'start');
+      // A grant lands between the epoch read and the ledger read: the load must be refused.
+      const read = gate.readBalance.bind(gate);
+      gate.readBalance = async (id: string) => {
+        const r = await read(id);
+        await ledger.grant(a, 7, 'racing');
+        return r;
+      };
+      try {
+        t.equal(await ledger.balance(a), 57, 'the answer is the ledger read after the grant');
+      } finally {
+        gate.readBalance = read;
+      }
+      const after = await gate.balance(a);
+      t.ok(after === null || after === 57, `the gate holds nothing or the truth (${after})`);
+      t.equal(await ledger.balance(a), 57);
+      t.equal(await gate.balance(a), 57);
     });
 
     await t.test('open reservations are listed and already subtracted', async (t) => {
