@@ -96,6 +96,16 @@ export class Metrics {
     if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry, prefix: 'docpipe_' });
   }
 
+  /** Exposes the group commit's counts: conversions per transaction is their ratio. */
+  watchGroupCommit(stats: { readonly batches: number; readonly conversions: number }): void {
+    const counter = (name: string, help: string, read: () => number) => new Counter({
+      name, help, registers: [this.registry],
+      collect() { this.reset(); this.inc(read()); },
+    });
+    counter('docpipe_group_commit_batches_total', 'Transactions that stored renders finished in their request.', () => stats.batches);
+    counter('docpipe_group_commit_conversions_total', 'Renders stored by those transactions.', () => stats.conversions);
+  }
+
   /** One answered (or abandoned) request; `route` must be a route template, never a raw path. */
   observeRequest(method: string, route: string, status: number, seconds: number): void {
     const labels = { method, route, status: String(status) };

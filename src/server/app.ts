@@ -91,6 +91,8 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     }, { inline, capacity: config.poolThreads * 2, urlFetch: { allowPrivateNetwork: config.allowPrivateNetwork } }),
   };
 
+  metrics.watchGroupCommit(deps.conversions.group.stats);
+
   const router = new Router();
   router.add('GET', '/healthz', (ctx) => sendJson(ctx, 200, { status: 'ok' }));
   router.add('GET', '/readyz', async (ctx) => {
