@@ -10,7 +10,10 @@
 // - failures come back as a reply, not a throw: structured clone would drop ApiError's code;
 // - cancellation and the time limit terminate the thread (pool.ts), so the signal handed to the
 //   converters here never fires.
-import { threadId, workerData, type MessagePort } from 'node:worker_threads';
+import { isMainThread, threadId, workerData, type MessagePort } from 'node:worker_threads';
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ApiError } from '../errors.js';
 import { peekFile, type RunResult } from '../converters/registry.js';
@@ -44,6 +47,35 @@ export type WorkerReply = { ok: true; result: RunResult } | { ok: false; error: 
 
 /** TEST ONLY: the shape of a module named by `testModule`. */
 export type TestRunner = (task: Task, ctx: { signal: AbortSignal; progress(done: number, total: number): void }) => Promise<RunResult>;
+
+/**
+ * Converter threads run at a lower priority than the event loop (nice 10 above the process's):
+ * on a machine whose cores the pool keeps busy, the thread that answers requests still gets the
+ * CPU the moment it has work, so cheap requests and probes are not queued behind conversions.
+ * Linux gives each thread its own nice value (setpriority on the thread id); threads this
+ * thread starts (tesseract's) inherit it. Elsewhere, or if refused, threads keep the process's.
+ */
+export const WORKER_NICE_INCREMENT = 10;
+
+function yieldToEventLoop(): void {
+  try {
+    const tid = Number(path.basename(readlinkSync('/proc/thread-self')));
+    if (Number.isSafeInteger(tid) && tid > 0) setPriority(tid, Math.min(19, niceOfProcess() + WORKER_NICE_INCREMENT));
+  } catch {
+    // not Linux, or not allowed: the thread runs at the process's priority
+  }
+}
+
+function niceOfProcess(): number {
+  try {
+    return getPriority(process.pid);
+  } catch {
+    return 0;
+  }
+}
+
+// Only in a pool thread: importing this module elsewhere (its types, a test) changes nothing.
+if (!isMainThread) yieldToEventLoop();
 
 const allowTestModules = (workerData as { allowTestModules?: boolean } | undefined)?.allowTestModules === true;
 const quietSignal = new AbortController().signal;

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiError } from '../../src/errors.js';
 import { PoolExecutor, type PoolTask } from '../../src/pool/pool.js';
+import { WORKER_NICE_INCREMENT } from '../../src/pool/worker.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -180,4 +181,16 @@ t.test('threads load the TypeScript sources under the tsx CLI and under node --i
     const result = JSON.parse(stdout.trim().split('\n').pop()!) as { outputs: Array<{ content: string }> };
     t.equal(result.outputs[0]!.content, 'from a child *process*\n', path.basename(cmd));
   }
+});
+
+t.test('converter threads run below the event loop: nice raised by 10 on Linux, the main thread untouched', async (t) => {
+  if (process.platform !== 'linux') {
+    t.comment('per-thread nice values are a Linux feature');
+    return;
+  }
+  const r = await pool.run(stub('nice'), live());
+  const { thread, main } = JSON.parse(r.outputs[0]!.content) as { thread: number; main: number };
+  t.equal(thread, Math.min(19, main + WORKER_NICE_INCREMENT), `the converter thread runs at nice ${thread}`);
+  t.equal(main, os.getPriority(process.pid), 'the main thread keeps the process priority');
+  t.ok(thread > main || main === 19, 'the converter thread yields to the main thread');
 });
