@@ -37,6 +37,8 @@ export const saturation: Scenario = {
       const bodies = files.map((f) => fileBody(f));
       const reasons: Record<string, number> = {};
       const key = ctx.bench.key;
+      // prom-client's event-loop delay histogram restarts at every scrape: this one opens the window.
+      await eventLoopDelay(inst.origin);
       const rss = sampleRss(inst.pid, 100);
       const [flood, probe] = await Promise.all([
         openLoop({
@@ -65,6 +67,7 @@ export const saturation: Scenario = {
         }),
       ]);
       const samples = rss.stop();
+      const loop = await eventLoopDelay(inst.origin);
       const half = floodMs / 2;
       const peakOf = (xs: typeof samples) => Math.max(0, ...xs.map((s) => s.rss));
       const first = peakOf(samples.filter((s) => s.t <= half));
@@ -72,7 +75,8 @@ export const saturation: Scenario = {
       const growthMb = (second - first) / MB;
       const capacityAnswers = reasons['202 capacity'] ?? 0;
       await cancelLeftovers(inst.origin, key);
-      const probeNote = `p50 ${probe.p50.toFixed(1)} ms; ${probe.ok} of ${probe.histogram.count} probes 200`;
+      const probeNote = `p50 ${probe.p50.toFixed(1)} ms; ${probe.ok} of ${probe.histogram.count} probes 200; `
+        + `server event-loop delay p99 ${loop.p99Ms.toFixed(0)} ms, max ${loop.maxMs.toFixed(0)} ms`;
       return {
         rows: [
           atMostRow(S, 'cheap-path probe p99 under flood', { value: probe.p99, unit: 'ms' }, 50, probeNote),
@@ -85,6 +89,7 @@ export const saturation: Scenario = {
           corpus: { source, files: files.length }, capacity_docs_per_s: capacity, capacity_run: cap, flood_rate: rate,
           flood: { statuses: flood.statuses, reasons, errors: flood.errors, p50_ms: flood.p50, p99_ms: flood.p99, samples: flood.samples },
           probe: { rate: PROBE_RATE, ok: probe.ok, statuses: probe.statuses, p50_ms: probe.p50, p99_ms: probe.p99, max_ms: probe.max },
+          event_loop_delay: { p99_ms: loop.p99Ms, max_ms: loop.maxMs },
           rss_mb: thin(samples), rss_first_half_peak_mb: first / MB, rss_second_half_peak_mb: second / MB,
         },
       };
@@ -93,6 +98,16 @@ export const saturation: Scenario = {
     }
   },
 };
+
+/** The server's event-loop delay since the last scrape of /metrics (prom-client's monitor). */
+async function eventLoopDelay(origin: string): Promise<{ p99Ms: number; maxMs: number }> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  const read = (name: string): number => {
+    const m = new RegExp(`^docpipe_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, 'm').exec(text);
+    return m ? Number(m[1]) * 1000 : NaN;
+  };
+  return { p99Ms: read('p99'), maxMs: read('max') };
+}
 
 /** Deletes the flood's conversions still queued or running (the newest 1,000), so the server
  *  has nothing left to finish when it is stopped. */
