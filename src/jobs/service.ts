@@ -14,7 +14,7 @@
 // - A finished conversion is charged the credits of its completed sources (failed ones cost
 //   nothing); a conversion deleted before it settled is charged nothing.
 import { stat } from 'node:fs/promises';
-import { ApiError, fileProblem } from '../errors.js';
+import { ApiError, fileProblem, isDependencyDown } from '../errors.js';
 import { sniff, peekFile, isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
 import type { ConverterKind, Count } from '../converters/types.js';
 import { priceSource, type Fetched } from '../billing/pricing.js';
@@ -37,7 +37,7 @@ import type { ConvertRequest } from '../server/convert-request.js';
 import type { Executor } from './executor.js';
 import { JobRunner } from './runner.js';
 import { resolveSources } from '../uploads/refs.js';
-import { completeJob, setProgress, MAX_ATTEMPTS, type JobRow } from './queue.js';
+import { completeJob, handBack, setProgress, LEASE_S, MAX_ATTEMPTS, type JobRow } from './queue.js';
 
 export type AsyncReason = 'respond_async' | 'too_many_sources' | 'pages_exceed_sync_limit' | 'capacity' | 'wait_timeout';
 
@@ -380,6 +380,7 @@ export class ConversionService {
       count: { pages: 0, units: 0 }, credits: Number(c.credits ?? 0),
     };
     let status: ConversionStatus | null;
+    let converting = false;
     try {
       if (job.attempts > MAX_ATTEMPTS) {
         throw new ApiError('invalid_document', `The conversion stopped its worker ${job.attempts - 1} times; the document is not converted.`);
@@ -393,16 +394,25 @@ export class ConversionService {
         void setProgress(this.sql, this.runner.owner, job.id, done, total).catch(() => {});
       };
       const small = isRender(kind) && (await this.blobSize(source.blob)) <= INLINE_RENDER_BYTES;
+      converting = true;
       const result = await (small ? this.inline : this.executor).run(
         { kind, path: this.blobs.pathOf(source.blob), name: source.name, mime: source.mime, options }, signal, onProgress,
       );
+      converting = false;
       const index = Math.floor(Number(c.position) / 8);
       const outputs = await this.outputFiles(conv.accountId, source, index, result);
       const credits = kind === 'pdf' ? priceSource(kind, { pages: result.pageCount, units: result.pageCount }, options) : source.credits;
-      status = await finishSource(this.sql, conv, source.id, { outputs, pages: result.pageCount, credits: Math.min(credits, source.credits) }, guard);
+      status = await recording(signal, () => finishSource(this.sql, conv, source.id,
+        { outputs, pages: result.pageCount, credits: Math.min(credits, source.credits) }, guard));
     } catch (err) {
+      if (!converting && isDependencyDown(err)) {
+        // The database failed, not the document: the job goes back to the queue for another try
+        // (not counted as an attempt), or, while the database is still away, its lease runs out.
+        await handBack(this.sql, this.runner.owner, [job.id]).catch(() => {});
+        return;
+      }
       const problem = fileProblem(err, `/v1/conversions/${conv.id}`, conv.id);
-      status = await finishSource(this.sql, conv, source.id, { error: problem }, guard).catch(() => null);
+      status = await recording(signal, () => finishSource(this.sql, conv, source.id, { error: problem }, guard)).catch(() => null);
     }
     if (status && TERMINAL.has(status) && c.operation !== 'render') {
       await this.settleCredits(conv.accountId, conv.id).catch((err: unknown) => this.billing.onError?.(err, `settling ${conv.id}`));
@@ -445,7 +455,10 @@ export class ConversionService {
       const id = newId('file');
       const bytes = Buffer.byteLength(o.content);
       let blob: string | null = null;
-      if (bytes > INLINE_CONTENT_BYTES) blob = this.blobs.nameFor(accountId, id);
+      // Named after the source and the output's place, not the row's id: a job run again (its
+      // outcome was not recorded: database away, process killed) writes over the same file
+      // instead of leaving the first run's copy behind with no row.
+      if (bytes > INLINE_CONTENT_BYTES) blob = this.blobs.nameFor(accountId, `${s.id}.out${k}`);
       if (blob) await this.blobs.write(blob, o.content);
       files.push({
         id, position: index * 8 + 1 + k, role: 'output', sourceId: s.id, name: base + EXT[o.format], mime: o.mime,
@@ -467,6 +480,24 @@ export class ConversionService {
     if (row.operation !== 'render') await this.billing.ledger.release(accountId, id);
     await this.blobs.remove(blobs);
     return true;
+  }
+}
+
+/**
+ * Records a job's outcome, trying again while the database is away: the conversion is done and
+ * its lease holds for LEASE_S, so the outcome is kept rather than converted again after a
+ * takeover. Gives up after LEASE_S (the lease is then likely gone: the guard would refuse) or
+ * when the job is aborted.
+ */
+export async function recording<T>(signal: AbortSignal, write: () => Promise<T>, budgetMs = LEASE_S * 1000): Promise<T> {
+  const until = Date.now() + budgetMs;
+  for (let pause = 100; ; pause = Math.min(pause * 2, 1000)) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isDependencyDown(err) || signal.aborted || Date.now() + pause > until) throw err;
+      await new Promise((r) => setTimeout(r, pause));
+    }
   }
 }
 
