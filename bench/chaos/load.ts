@@ -213,7 +213,7 @@ export function startLoad(opts: LoadOptions): Load {
   };
 }
 
-/** Conversion ids a 200/202 promised, with their account, minus those a DELETE answered 204
+/** Conversion ids a 200/202 promised, with their account, minus those a DELETE answered 200
  *  for; `deleteSent` holds every id a DELETE was sent for, whatever its answer (a lost answer
  *  may hide a delete that happened). */
 export function acceptedIds(sent: Sent[]): { live: Map<string, string>; deleted: Set<string>; deleteSent: Set<string> } {
@@ -226,7 +226,7 @@ export function acceptedIds(sent: Sent[]): { live: Map<string, string>; deleted:
   for (const r of sent) {
     if (r.method !== 'DELETE' || !r.id) continue;
     deleteSent.add(r.id);
-    if (r.status === 204) { deleted.add(r.id); live.delete(r.id); }
+    if (r.status === 200) { deleted.add(r.id); live.delete(r.id); }
   }
   return { live, deleted, deleteSent };
 }

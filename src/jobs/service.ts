@@ -20,6 +20,7 @@ import type { ConverterKind, Count } from '../converters/types.js';
 import { priceSource, type Fetched } from '../billing/pricing.js';
 import { Refusal, refusalError, reserveWithRebuild, type Gate, type IdempotencyClaim } from '../billing/gate.js';
 import { recordReservation, type Ledger } from '../billing/ledger.js';
+import { GateAudit } from '../billing/audit.js';
 import type { Plan, PlanLimits } from '../billing/plans.js';
 import {
   awaitClaim, checkFileSizes, checkPlanLimits, claimKey, countMonthlyFiles, findClaim, requestFingerprint,
@@ -132,18 +133,24 @@ class KeyTaken extends Error {}
 
 export class ConversionService {
   readonly runner: JobRunner;
+  /** Mends the gate's copy of active accounts from the ledger (a settle it was not told, …). */
+  readonly audit: GateAudit;
   private inline: Executor;
   private settleTimer?: NodeJS.Timeout;
 
   constructor(private sql: Sql, private blobs: Blobs, private executor: Executor, private billing: Billing, life: LifecycleOptions) {
     this.inline = life.inline;
+    this.audit = new GateAudit(sql, billing.gate);
     this.runner = new JobRunner(sql, (job, signal) => this.runJob(job, signal), { capacity: life.capacity, pollMs: life.pollMs });
   }
 
-  /** Starts taking queued and abandoned jobs, and settling conversions whose settle was lost. */
+  /** Starts taking queued and abandoned jobs, settling conversions whose settle was lost, and
+   *  auditing the gate's copy of the accounts active here against the ledger. */
   start(): void {
     this.runner.start();
-    this.settleTimer = setInterval(() => void this.settleLost().catch(() => {}), 10_000);
+    this.settleTimer = setInterval(() => void this.settleLost()
+      .then(() => this.audit.run())
+      .catch((err: unknown) => this.billing.onError?.(err, 'settle sweep')), 10_000);
     this.settleTimer.unref();
   }
 
@@ -236,6 +243,7 @@ export class ConversionService {
     };
     const { gate, ledger } = this.billing;
     const req = { accountId: p.accountId, conversionId, credits, concurrencyLimit: limits.concurrency };
+    this.audit.watch(p.accountId);
     let r = await reserveWithRebuild(gate, { ...req, idempotency: claim }, ledger.readLedger);
     if (r.kind === 'replay') {
       // The first request with this key may still be committing: wait for its claim in Postgres.
