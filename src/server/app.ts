@@ -13,7 +13,7 @@ import { PoolExecutor } from '../pool/pool.js';
 import { registerEvents } from './routes/events.js';
 import { ApiError } from '../errors.js';
 import { Router } from './router.js';
-import { makeCtx, sendError, sendJson, sendProblem, type Ctx } from './respond.js';
+import { cleanUpNow, makeCtx, sendError, sendJson, sendProblem, type Ctx } from './respond.js';
 import type { Deps } from './deps.js';
 import { registerConvert } from './routes/convert.js';
 import { registerConversions } from './routes/conversions.js';
@@ -182,6 +182,7 @@ async function dispatch(router: Router, ctx: Ctx, log: Logger, metrics: Metrics)
     await m.route.handler(ctx);
   } catch (err) {
     metrics.noteDependencyError(err);
+    await cleanUpNow(ctx);
     sendError(ctx, err, (e) => log.error({ err: e, request_id: ctx.requestId }, 'request failed'));
   }
 }

@@ -158,6 +158,18 @@ function ended(): Array<() => unknown> {
   return list;
 }
 
+/**
+ * Runs the request's clean-ups registered so far and waits for them, before an error is answered:
+ * the temp files of a refused request are gone when the client reads the answer (after a full
+ * disk, its retry finds the space freed). finish() later runs only what is registered after.
+ */
+export async function cleanUpNow(ctx: Ctx): Promise<void> {
+  const list = ctx.cleanups;
+  if (list.length === 0 || ctx.aborted || ctx.answered) return;
+  ctx.cleanups = [];
+  await Promise.allSettled(list.map(async (fn) => fn()));
+}
+
 function runCleanup(fn: () => unknown): void {
   try {
     const r = fn();

@@ -40,10 +40,16 @@ export class Blobs {
     return target;
   }
 
+  /** Writes a blob; a write that fails (a full disk) leaves no partial file behind. */
   async write(name: string, content: string | Buffer): Promise<string> {
     const target = this.pathOf(name);
     mkdirSync(path.dirname(target), { recursive: true });
-    await writeFile(target, content);
+    try {
+      await writeFile(target, content);
+    } catch (err) {
+      await rm(target, { force: true });
+      throw err;
+    }
     return target;
   }
 

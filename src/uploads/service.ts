@@ -8,7 +8,7 @@
 import { rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ApiError } from '../errors.js';
+import { ApiError, storageError } from '../errors.js';
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
@@ -89,7 +89,7 @@ export class UploadService {
     try {
       await this.blobs.adopt(file.path, blob);
     } catch (err) {
-      throw new ApiError('conversion_unavailable', `Storage failed while keeping part ${number}: ${(err as Error).message}`);
+      throw storageError(err, `keeping part ${number}`);
     }
     const etag = quoteEtag(file.md5);
     const outcome = await recordPart(this.sql, p.accountId, u.id, { number, etag, bytes: file.bytes, blob })
@@ -125,16 +125,14 @@ export class UploadService {
       try {
         size = await concatFiles(parts.map((x) => this.blobs.pathOf(x.blob)), assembled);
       } catch (err) {
-        throw new ApiError('conversion_unavailable', `Storage failed while assembling the upload: ${(err as Error).message}`);
+        throw storageError(err, 'assembling the upload');
       }
       if (size !== u.bytes) {
         throw new ApiError('conversion_unavailable', `The stored parts add up to ${size} bytes, not the ${u.bytes} recorded; send the parts again.`);
       }
       // Its own name per attempt: an attempt that lost its claim removes only what it wrote.
       const blob = `${u.account_id}/${u.id}.${randomBytes(6).toString('hex')}`;
-      await this.blobs.adopt(assembled, blob).catch((err: Error) => {
-        throw new ApiError('conversion_unavailable', `Storage failed while keeping the upload: ${err.message}`);
-      });
+      await this.blobs.adopt(assembled, blob).catch((err: unknown) => { throw storageError(err, 'keeping the upload'); });
       kept = blob;
       const done = await markCompleted(this.sql, u.id, {
         blob, etag: multipartEtag(parts.map((x) => x.etag)), numbers: parts.map((x) => x.number), ttlMs: UPLOAD_TTL_MS,
