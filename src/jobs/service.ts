@@ -101,6 +101,8 @@ export interface Billing {
   limits(plan: Plan): PlanLimits;
   /** Failures that no request can be told about (a settle after the response). */
   onError?(err: unknown, what: string): void;
+  /** The sweeps mended what a fault had left (a settle lost, the gate out of line with the ledger). */
+  onMend?(what: string, counts: Record<string, number>): void;
 }
 
 export interface PlannedEstimate {
@@ -148,10 +150,16 @@ export class ConversionService {
    *  auditing the gate's copy of the accounts active here against the ledger. */
   start(): void {
     this.runner.start();
-    this.settleTimer = setInterval(() => void this.settleLost()
-      .then(() => this.audit.run())
-      .catch((err: unknown) => this.billing.onError?.(err, 'settle sweep')), 10_000);
+    this.settleTimer = setInterval(() => void this.sweep().catch((err: unknown) => this.billing.onError?.(err, 'settle sweep')), 10_000);
     this.settleTimer.unref();
+  }
+
+  /** Settles what lost its settle, then audits the gate; says what it mended. */
+  private async sweep(): Promise<void> {
+    const settled = await this.settleLost();
+    if (settled > 0) this.billing.onMend?.('settled conversions whose settle was lost', { conversions: settled });
+    const a = await this.audit.run();
+    if (a.settled + a.released + a.adopted > 0) this.billing.onMend?.('gate reservations brought in line with the ledger', { ...a });
   }
 
   /** Stops taking work; running jobs get `graceMs` to finish, the rest are handed back. */

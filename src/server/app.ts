@@ -88,6 +88,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     auth: new Authenticator(db.sql),
     conversions: new ConversionService(db.sql, blobs, executor, {
       gate, ledger, limits, onError: (err, what) => log.error({ err }, what),
+      onMend: (what, counts) => log.warn({ mended: counts }, what),
     }, { inline, capacity: config.poolThreads * 2 }),
   };
 
