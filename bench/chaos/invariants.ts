@@ -10,7 +10,8 @@
 // - charged once: every finished paid conversion has exactly one release, at most one charge,
 //   and that charge is what its completed sources cost;
 // - idempotency: the 2xx answers to one Idempotency-Key name one conversion;
-// - blobs: every blob file on disk has a row, and every row's blob is on disk.
+// - blobs: every blob file on disk has a row, every row's blob is on disk, and nothing is left
+//   in pending/.
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Sql } from '../../src/store/db.js';
@@ -141,6 +142,10 @@ function idempotency(sent: Sent[]): Check {
   return check('one conversion per idempotency key', ids.size, bad);
 }
 
+function readdirSafe(dir: string): string[] {
+  try { return readdirSync(dir); } catch { return []; }
+}
+
 /** Every file under each DATA_DIR's blobs/, as blob names (relative to blobs/). */
 function blobFiles(dataDir: string): string[] {
   const root = path.join(dataDir, 'blobs');
@@ -168,6 +173,10 @@ async function blobs(sql: Sql, dataDirs: string[]): Promise<Check> {
   const bad: string[] = [];
   for (const f of onDisk) if (!named.has(f)) bad.push(`${f}: on disk, no row`);
   for (const b of named) if (!onDisk.has(b)) bad.push(`${b}: row, no file`);
+  // Blobs between their file and their row (store/blobs.ts): none once the sweeps have run.
+  for (const d of dataDirs) {
+    for (const e of readdirSafe(path.join(d, 'pending'))) bad.push(`pending/${e}: never placed nor removed`);
+  }
   return check('no orphan blobs', new Set([...onDisk, ...named]).size, bad);
 }
 

@@ -27,7 +27,7 @@ import {
   IDEMPOTENCY_TTL_S,
 } from '../billing/admission.js';
 import type { Sql } from '../store/db.js';
-import type { Blobs } from '../store/blobs.js';
+import type { Blobs, Pending } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
 import {
   insertConversion, markSourceRunning, finishSource, getConversionRow, setAsyncReason,
@@ -160,6 +160,8 @@ export class ConversionService {
     if (settled > 0) this.billing.onMend?.('settled conversions whose settle was lost', { conversions: settled });
     const a = await this.audit.run();
     if (a.settled + a.released + a.adopted > 0) this.billing.onMend?.('gate reservations brought in line with the ledger', { ...a });
+    const b = await this.resolvePending();
+    if (b.placed + b.removed > 0) this.billing.onMend?.('blobs left pending by a crash resolved by their rows', { ...b });
   }
 
   /** Stops taking work; running jobs get `graceMs` to finish, the rest are handed back. */
@@ -286,10 +288,16 @@ export class ConversionService {
     // completed in the same transaction, with no job at all (one commit on the cheap path).
     const rendered = await this.renderNow(req, planned);
     const outputs: NewFile[][] = [];
+    // The blobs wait in pending/ until the rows are committed (see store/blobs.ts).
+    const staged: Pending[] = [];
     try {
-      for (let i = 0; i < sources.length; i++) await this.blobs.adopt(planned[i]!.path, sources[i]!.blob);
+      for (let i = 0; i < sources.length; i++) staged.push(await this.blobs.stage(planned[i]!.path, sources[i]!.blob));
       if (rendered) {
-        for (let i = 0; i < sources.length; i++) outputs.push(await this.outputFiles(p.accountId, sources[i]!, i, rendered[i]!));
+        for (let i = 0; i < sources.length; i++) {
+          const out = await this.outputFiles(p.accountId, sources[i]!, i, rendered[i]!);
+          outputs.push(out.files);
+          staged.push(...out.staged);
+        }
       }
       await this.sql.begin(async (tx) => {
         const t = tx as unknown as Sql;
@@ -318,9 +326,12 @@ export class ConversionService {
         })))}`;
       });
     } catch (err) {
-      await this.blobs.remove([...sources.map((s) => s.blob), ...outputs.flat().flatMap((o) => (o.blob ? [o.blob] : []))]);
+      // Refused or rolled back: the blobs go. A lost connection may have lost only the commit's
+      // answer: the pending sweep keeps or removes them by the rows.
+      if (!isDependencyDown(err)) await this.blobs.discard(staged);
       throw err;
     }
+    await this.blobs.place(staged);
     const pdfPagesOf = (): number => (req.kind === 'pdf' ? sources.reduce((a, s) => a + s.count.pages, 0) : 0);
     if (rendered) return { conversionId, done: Promise.resolve(), pdfPages: pdfPagesOf(), sources: sources.length, capacity: false, finished: true };
     const capacity = !isRender(req.kind) && this.executor.saturated?.() === true;
@@ -397,6 +408,13 @@ export class ConversionService {
     };
     let status: ConversionStatus | null;
     let converting = false;
+    let staged: Pending[] = [];
+    // The source waits in pending/ for a moment after its commit (or, after a crash there, until
+    // the pending sweep places it): try again later rather than fail the document.
+    if (!(await this.blobs.exists(source.blob)) && (await this.blobs.isPending(source.blob))) {
+      await handBack(this.sql, this.runner.owner, [job.id]).catch(() => {});
+      return;
+    }
     try {
       if (job.attempts > MAX_ATTEMPTS) {
         throw new ApiError('invalid_document', `The conversion stopped its worker ${job.attempts - 1} times; the document is not converted.`);
@@ -416,20 +434,28 @@ export class ConversionService {
       );
       converting = false;
       const index = Math.floor(Number(c.position) / 8);
-      const outputs = await this.outputFiles(conv.accountId, source, index, result);
+      const out = await this.outputFiles(conv.accountId, source, index, result);
+      staged = out.staged;
       const credits = kind === 'pdf' ? priceSource(kind, { pages: result.pageCount, units: result.pageCount }, options) : source.credits;
       status = await recording(signal, () => finishSource(this.sql, conv, source.id,
-        { outputs, pages: result.pageCount, credits: Math.min(credits, source.credits) }, guard));
+        { outputs: out.files, pages: result.pageCount, credits: Math.min(credits, source.credits) }, guard));
     } catch (err) {
       if (!converting && isDependencyDown(err)) {
         // The database failed, not the document: the job goes back to the queue for another try
         // (not counted as an attempt), or, while the database is still away, its lease runs out.
+        // Staged outputs stay for the pending sweep: the commit may have happened.
         await handBack(this.sql, this.runner.owner, [job.id]).catch(() => {});
         return;
       }
+      await this.blobs.discard(staged);
+      staged = [];
       const problem = fileProblem(err, `/v1/conversions/${conv.id}`, conv.id);
       status = await recording(signal, () => finishSource(this.sql, conv, source.id, { error: problem }, guard)).catch(() => null);
     }
+    // Recorded: the outputs go in place. Refused by the guard (another process holds the job now):
+    // this run's copies go.
+    if (status) await this.blobs.place(staged).catch((err: unknown) => this.billing.onError?.(err, `placing outputs of ${conv.id}`));
+    else await this.blobs.discard(staged);
     if (status && TERMINAL.has(status) && c.operation !== 'render') {
       await this.settleCredits(conv.accountId, conv.id).catch((err: unknown) => this.billing.onError?.(err, `settling ${conv.id}`));
     }
@@ -463,41 +489,75 @@ export class ConversionService {
     return rows.length;
   }
 
-  private async outputFiles(accountId: string, s: PlannedSource, index: number, result: RunResult): Promise<NewFile[]> {
+  /** The output rows of a source; outputs too large to keep inline are staged in pending/. */
+  private async outputFiles(accountId: string, s: PlannedSource, index: number, result: RunResult): Promise<{ files: NewFile[]; staged: Pending[] }> {
     const base = s.name.replace(/\.[A-Za-z0-9]{1,8}$/, '') || 'document';
     const files: NewFile[] = [];
+    const staged: Pending[] = [];
     for (let k = 0; k < result.outputs.length; k++) {
       const o = result.outputs[k]!;
       const id = newId('file');
       const bytes = Buffer.byteLength(o.content);
       let blob: string | null = null;
-      // Named after the source and the output's place, not the row's id: a job run again (its
-      // outcome was not recorded: database away, process killed) writes over the same file
-      // instead of leaving the first run's copy behind with no row.
+      // Named after the source and the output's place, not the row's id: whichever run of a job
+      // records its outcome, the blob has the one name its row gives.
       if (bytes > INLINE_CONTENT_BYTES) blob = this.blobs.nameFor(accountId, `${s.id}.out${k}`);
-      if (blob) await this.blobs.write(blob, o.content);
+      if (blob) {
+        try {
+          staged.push(await this.blobs.stageContent(blob, o.content));
+        } catch (err) {
+          await this.blobs.discard(staged);
+          throw err;
+        }
+      }
       files.push({
         id, position: index * 8 + 1 + k, role: 'output', sourceId: s.id, name: base + EXT[o.format], mime: o.mime,
         status: 'completed', format: o.format, variant: result.variant, bytes, pages: result.pageCount,
         content: blob ? null : o.content, blob,
       });
     }
-    return files;
+    return { files, staged };
   }
 
   /** Deletes a conversion; running work is cancelled and a reservation it still holds is
-   *  released (a conversion deleted before it settled is not charged). */
+   *  released (a conversion deleted before it settled is not charged). Its blobs leave their
+   *  place before the rows go, and are removed after (see store/blobs.ts). */
   async remove(accountId: string, id: string): Promise<boolean> {
     const row = await getConversionRow(this.sql, accountId, id);
     if (!row) return false;
-    const blobs = await deleteConversionRows(this.sql, accountId, id);
+    const named = await this.sql`select blob from files where conversion_id = ${id} and account_id = ${accountId} and blob is not null`;
+    const moved = await this.blobs.unplace(named.map((r) => r.blob as string));
+    let blobs: string[] | undefined;
+    try {
+      blobs = await deleteConversionRows(this.sql, accountId, id);
+    } catch (err) {
+      // Not deleted: the blobs go back. Maybe deleted (the commit's answer lost): the pending
+      // sweep decides by the rows.
+      if (!isDependencyDown(err)) await this.blobs.place(moved);
+      throw err;
+    }
     this.runner.abortConversion(id);
-    if (!blobs) return false;
+    await this.blobs.discard(moved);
+    if (!blobs) return false; // deleted by another request meanwhile
     if (row.operation !== 'render') await this.billing.ledger.release(accountId, id);
-    await this.blobs.remove(blobs);
+    // A large output recorded between the listing and the delete.
+    const left = new Set(moved.map((m) => m.name));
+    await this.blobs.remove(blobs.filter((b) => !left.has(b)));
     return true;
   }
+
+  /** Places or removes blobs left in pending/ by a crash or a lost commit answer. */
+  async resolvePending(graceMs = PENDING_GRACE_MS): Promise<{ placed: number; removed: number }> {
+    return this.blobs.resolvePending(graceMs, async (names) => {
+      const rows = await this.sql`select blob from files where blob in ${this.sql(names)}`;
+      return new Set(rows.map((r) => r.blob as string));
+    });
+  }
 }
+
+/** How long a blob may wait in pending/ before the sweep decides by its rows: far longer than
+ *  any transaction, including a job's outcome retried for its whole lease (recording). */
+export const PENDING_GRACE_MS = Math.max(30_000, 3 * LEASE_S * 1000);
 
 /**
  * Records a job's outcome, trying again while the database is away: the conversion is done and
