@@ -46,8 +46,10 @@ const CREDITS = 1_000_000;
 /** Short leases and audit grace so that the end of the run does not wait long for survivors. */
 const LEASE_S = 5;
 const AUDIT_GRACE_S = 5;
-/** The settle sweep and the gate audit run every 10 s in each process. */
+/** The settle sweep, the gate audit and the pending-blob sweep run every 10 s in each process;
+ *  the last resolves blobs left pending for over 30 s (PENDING_GRACE_MS with these leases). */
 const SWEEP_S = 10;
+const PENDING_GRACE_S = 30;
 
 function rng(seed: number): () => number {
   let s = seed >>> 0 || 1;
@@ -151,7 +153,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     sql: db.sql, accountIds: accounts.map((a) => a.accountId), sent, gate: view, dataDirs: [dataDir],
   });
   let checks = await check();
-  const settleUntil = Date.now() + (3 * SWEEP_S + AUDIT_GRACE_S + LEASE_S) * 1000;
+  const settleUntil = Date.now() + (PENDING_GRACE_S + 3 * SWEEP_S + AUDIT_GRACE_S + LEASE_S) * 1000;
   while (checks.some((c) => c.violations > 0) && Date.now() < settleUntil) {
     await sleep(2_000);
     checks = await check();
@@ -177,6 +179,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     ['faults: Redis restarts (empty)', redisRestarts],
     ['settles redone by the settle sweep', mends.settles],
     ['gate reservations mended by the audit', mends.gate],
+    ['blobs left pending, resolved by their rows', mends.pending],
     ['errors logged by the servers', mends.errors],
     ['temp files left by killed requests', tempFiles(dataDir)],
     ['invariant violations', violations],
@@ -208,8 +211,8 @@ function answerCheck(name: string, sent: Sent[], bad: (r: Sent) => boolean): Che
 
 /** What the servers' logs say the sweeps mended (warn lines of ConversionService.sweep), and how
  *  many errors they logged (settles and sweeps failing while Redis was away, …). */
-function fromLogs(logDir: string): { settles: number; gate: number; errors: number } {
-  const out = { settles: 0, gate: 0, errors: 0 };
+function fromLogs(logDir: string): { settles: number; gate: number; pending: number; errors: number } {
+  const out = { settles: 0, gate: 0, pending: 0, errors: 0 };
   for (const f of readdirSync(logDir)) {
     for (const line of readFileSync(path.join(logDir, f), 'utf8').split('\n')) {
       if (!line.startsWith('{')) continue;
@@ -218,6 +221,7 @@ function fromLogs(logDir: string): { settles: number; gate: number; errors: numb
       if (rec.level !== undefined && rec.level >= 50) out.errors++;
       if (!rec.mended) continue;
       if (rec.msg?.startsWith('settled')) out.settles += rec.mended.conversions ?? 0;
+      else if (rec.msg?.startsWith('blobs')) out.pending += (rec.mended.placed ?? 0) + (rec.mended.removed ?? 0);
       else out.gate += (rec.mended.settled ?? 0) + (rec.mended.released ?? 0) + (rec.mended.adopted ?? 0);
     }
   }

@@ -546,10 +546,14 @@ export class ConversionService {
     return true;
   }
 
-  /** Places or removes blobs left in pending/ by a crash or a lost commit answer. */
+  /** Places or removes blobs (of conversions and uploads) left in pending/ by a crash or a lost
+   *  commit answer. */
   async resolvePending(graceMs = PENDING_GRACE_MS): Promise<{ placed: number; removed: number }> {
     return this.blobs.resolvePending(graceMs, async (names) => {
-      const rows = await this.sql`select blob from files where blob in ${this.sql(names)}`;
+      const rows = await this.sql`
+        select blob from files where blob in ${this.sql(names)}
+        union all select blob from uploads where blob in ${this.sql(names)}
+        union all select blob from upload_parts where blob in ${this.sql(names)}`;
       return new Set(rows.map((r) => r.blob as string));
     });
   }

@@ -61,6 +61,21 @@ t.test('blobs a crash left between their file and their row are resolved by the 
     t.equal(await content.text(), 'committed, then the process died', 'and served');
   });
 
+  await t.test('upload parts and assembled uploads are resolved by their rows too', async (t) => {
+    const bytes = 'part of a chunked upload';
+    const u = await (await w.req('POST', '/v1/uploads', { json: { bytes: bytes.length, name: 'doc.txt' } })).json() as { id: string };
+    t.equal((await w.req('PUT', `/v1/uploads/${u.id}/parts/1`, { body: bytes })).status, 200);
+    const [part] = await w.db.sql`select blob from upload_parts where upload_id = ${u.id}`;
+    await blobs.unplace([part!.blob as string]);
+    const orphan = path.join(blobs.tmpDir, 'part_of-a-killed-request');
+    writeFileSync(orphan, 'never recorded');
+    await blobs.stage(orphan, `${w.accountId}/${u.id}.parts/2.deadbeef`);
+    t.same(await service.resolvePending(0), { placed: 1, removed: 1 }, 'the recorded part placed, the unrecorded one removed');
+    t.ok(existsSync(blobs.pathOf(part!.blob as string)));
+    const done = await w.req('POST', `/v1/uploads/${u.id}/complete`, { json: { parts: [{ number: 1, etag: (await (await w.req('GET', `/v1/uploads/${u.id}`)).json() as { parts: Array<{ etag: string }> }).parts[0]!.etag }] } });
+    t.equal(done.status, 200, 'and the upload completes');
+  });
+
   await t.test('a delete cut after moving the blobs out but before the rows went: the blobs go back', async (t) => {
     const res = await w.req('POST', '/v1/convert/text', { json: { text: 'delete interrupted' } });
     const c = await res.json() as { id: string };
