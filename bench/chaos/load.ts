@@ -16,6 +16,8 @@ export interface Doc {
   type: string;
   data: Buffer;
   fields?: Record<string, string>;
+  /** How often it is picked relative to the others (default 1). */
+  weight?: number;
 }
 
 export interface Account {
@@ -81,6 +83,13 @@ export function startLoad(opts: LoadOptions): Load {
   const weights = Object.entries(opts.mix).filter(([, w]) => (w ?? 0) > 0) as Array<[Op, number]>;
   const total = weights.reduce((a, [, w]) => a + w, 0);
   let stopping = false;
+
+  const docWeight = opts.docs.reduce((a, d) => a + (d.weight ?? 1), 0);
+  const pickDoc = (): Doc => {
+    let x = rand() * docWeight;
+    for (const d of opts.docs) { x -= d.weight ?? 1; if (x < 0) return d; }
+    return opts.docs[opts.docs.length - 1]!;
+  };
 
   const chooseOp = (): Op => {
     let x = rand() * total;
@@ -161,12 +170,12 @@ export function startLoad(opts: LoadOptions): Load {
         return;
       }
       case 'document': {
-        const d = pick(opts.docs);
+        const d = pickDoc();
         remember(await send(op, account, 'POST', `/v1/convert/${d.endpoint}?wait=${opts.waitS ?? 10}`, form(d)));
         return;
       }
       case 'async': {
-        const d = pick(opts.docs);
+        const d = pickDoc();
         remember(await send(op, account, 'POST', `/v1/convert/${d.endpoint}`, form(d), { prefer: 'respond-async' }));
         return;
       }
@@ -174,7 +183,7 @@ export function startLoad(opts: LoadOptions): Load {
         // The same request (same bytes, same key) sent up to three times, as a client retrying
         // after a timeout or a 503 would: every 2xx answer must name one conversion.
         const key = `chaos-${tag}`;
-        const d = rand() < 0.5 ? pick(opts.docs) : undefined;
+        const d = rand() < 0.5 ? pickDoc() : undefined;
         for (let i = 0, n = 1 + Math.floor(rand() * 3); i < n && !stopping; i++) {
           const r = d
             ? await send(op, account, 'POST', `/v1/convert/${d.endpoint}`, form(d), { prefer: 'respond-async', 'idempotency-key': key })
