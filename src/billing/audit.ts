@@ -95,10 +95,13 @@ export class GateAudit {
         }
       }
     }
+    // Open reservations of the account's recent conversions (a lost one is lost when it is made
+    // or released, so the last day is plenty; the account's index keeps this cheap).
     const open = await this.sql`
-      select r.conversion_id, -r.amount as n from ledger r
-      where r.account_id = ${accountId} and r.kind = 'reserve'
-        and not exists (select 1 from ledger x where x.conversion_id = r.conversion_id and x.kind = 'release')`;
+      select c.id as conversion_id, -r.amount as n from conversions c
+      join ledger r on r.conversion_id = c.id and r.kind = 'reserve'
+      where c.account_id = ${accountId} and c.created_at > now() - interval '1 day'
+        and not exists (select 1 from ledger x where x.conversion_id = c.id and x.kind = 'release')`;
     for (const r of open) {
       const conv = r.conversion_id as string;
       if (held.has(conv)) continue;

@@ -19,7 +19,7 @@ import { sniff, peekFile, isRender, ENDPOINTS, type RunResult } from '../convert
 import type { ConverterKind, Count } from '../converters/types.js';
 import { priceSource, type Fetched } from '../billing/pricing.js';
 import { Refusal, refusalError, reserveWithRebuild, type Gate, type IdempotencyClaim } from '../billing/gate.js';
-import { recordReservation, type Ledger } from '../billing/ledger.js';
+import { recordReservation, settleRows, type Ledger, type Settlement } from '../billing/ledger.js';
 import { GateAudit } from '../billing/audit.js';
 import type { Plan, PlanLimits } from '../billing/plans.js';
 import {
@@ -348,7 +348,13 @@ export class ConversionService {
   async settleCredits(accountId: string, conversionId: string): Promise<void> {
     const [row] = await this.sql`select coalesce(sum(credits), 0)::int as charged from files
       where conversion_id = ${conversionId} and role = 'source' and status = 'completed'`;
-    await this.billing.ledger.settle(accountId, conversionId, Number(row!.charged));
+    try {
+      await this.billing.ledger.settle(accountId, conversionId, Number(row!.charged));
+    } catch (err) {
+      // The ledger may have settled and only the gate not heard: let the audit look at this account.
+      this.audit.watch(accountId);
+      throw err;
+    }
   }
 
   /** Why this conversion cannot be answered synchronously, if it cannot. */
@@ -527,9 +533,17 @@ export class ConversionService {
     if (!row) return false;
     const named = await this.sql`select blob from files where conversion_id = ${id} and account_id = ${accountId} and blob is not null`;
     const moved = await this.blobs.unplace(named.map((r) => r.blob as string));
-    let blobs: string[] | undefined;
+    let deleted: { blobs: string[]; settled?: Settlement } | undefined;
     try {
-      blobs = await deleteConversionRows(this.sql, accountId, id);
+      // The rows and the release of the reservation go in one transaction: a process that dies
+      // right after cannot leave credits reserved for a conversion that no longer exists.
+      deleted = await this.sql.begin(async (tx) => {
+        const t = tx as unknown as Sql;
+        const joined = Object.assign(Object.create(null), { begin: (fn: (s: Sql) => unknown) => fn(t) }) as Sql;
+        const blobs = await deleteConversionRows(joined, accountId, id);
+        if (!blobs) return undefined;
+        return { blobs, settled: row.operation === 'render' ? undefined : await settleRows(t, accountId, id, 0) };
+      });
     } catch (err) {
       // Not deleted: the blobs go back. Maybe deleted (the commit's answer lost): the pending
       // sweep decides by the rows.
@@ -538,11 +552,17 @@ export class ConversionService {
     }
     this.runner.abortConversion(id);
     await this.blobs.discard(moved);
-    if (!blobs) return false; // deleted by another request meanwhile
-    if (row.operation !== 'render') await this.billing.ledger.release(accountId, id);
+    if (!deleted) return false; // deleted by another request meanwhile
+    // The gate is told after the commit; if that is lost, the gate audit settles it.
+    if (deleted.settled) {
+      await this.billing.ledger.tell(accountId, id, deleted.settled).catch((err: unknown) => {
+        this.audit.watch(accountId);
+        this.billing.onError?.(err, `releasing ${id} in the gate`);
+      });
+    }
     // A large output recorded between the listing and the delete.
     const left = new Set(moved.map((m) => m.name));
-    await this.blobs.remove(blobs.filter((b) => !left.has(b)));
+    await this.blobs.remove(deleted.blobs.filter((b) => !left.has(b)));
     return true;
   }
 

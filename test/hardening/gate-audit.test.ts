@@ -1,9 +1,10 @@
 // The gate audit (src/billing/audit.ts) on both gates: each way the gate's copy can fall out of
 // line with the ledger when a step of "ledger first, then tell the gate" is lost, put in place by
 // hand, and mended by audit passes — while a reservation in flight (in the gate, its row not yet
-// committed) is left alone until it has been out of line past the grace period.
+// committed) is left alone until it has been out of line past the grace period. And a delete:
+// its release is written with the delete, and a gate that did not hear of it is mended.
 import t from 'tap';
-import { startWorld, type World } from '../helpers/world.js';
+import { HeldExecutor, startWorld, type World } from '../helpers/world.js';
 import { GateAudit } from '../../src/billing/audit.js';
 import { readLedger, recordReservation } from '../../src/billing/ledger.js';
 import { reserveWithRebuild } from '../../src/billing/gate.js';
@@ -71,6 +72,8 @@ for (const gateKind of ['redis', 'local'] as const) {
     await t.test('an open ledger reservation the gate lost is adopted once past the grace period', async (t) => {
       // A rebuild that read the ledger just before this reservation's row committed.
       const conv = newId('conv');
+      await sql`insert into conversions (id, account_id, name, operation, status, created_at)
+                values (${conv}, ${accountId}, 'pdf', 'parse', 'running', now())`;
       await ledgerRows(sql, accountId, conv, [['reserve', -50]]);
       await gate.release(accountId, conv); // not held: nothing changes, as after such a rebuild
       const before = await gate.balance(accountId);
@@ -90,3 +93,23 @@ for (const gateKind of ['redis', 'local'] as const) {
     });
   });
 }
+
+t.test('a delete releases its reservation in the ledger with the rows; a gate that missed it is mended', async (t) => {
+  const held = new HeldExecutor();
+  held.hold();
+  const w = await startWorld('postgres', {}, { executor: held });
+  t.teardown(async () => { held.release(); await w.close(); await held.close(); });
+  const res = await w.req('POST', '/v1/convert/html', { json: { html: '<p>deleted while running</p>' }, headers: { prefer: 'respond-async' } });
+  const { id } = await res.json() as { id: string };
+  const ledger = w.app.deps.ledger;
+  const tell = ledger.tell.bind(ledger);
+  ledger.tell = async () => { throw Object.assign(new Error('Connection is closed.'), { name: 'Error' }); };
+  t.equal((await w.req('DELETE', `/v1/conversions/${id}`)).status, 200, 'the delete happened, so it answers 200 though the gate did not hear');
+  ledger.tell = tell;
+  const rows = await w.db.sql`select kind from ledger where conversion_id = ${id} order by id`;
+  t.same(rows.map((r) => r.kind), ['reserve', 'release'], 'released (not charged) in the delete\'s transaction');
+  t.equal(await w.app.deps.gate.running(w.accountId), 1, 'the gate still holds it');
+  t.equal((await w.app.deps.conversions.audit.run()).settled, 1, 'the audit settles it in the gate');
+  t.equal(await w.app.deps.gate.running(w.accountId), 0);
+  t.equal(await w.app.deps.gate.balance(w.accountId), (await readLedger(w.db.sql, w.accountId)).balance, 'balance as the ledger says');
+});
