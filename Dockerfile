@@ -11,6 +11,8 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci's postinstall mends the postgres driver (see the script)
+COPY scripts/patch-postgres.mjs ./scripts/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY bin ./bin
@@ -22,6 +24,7 @@ RUN npm run typecheck
 FROM node:20-bookworm-slim AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY scripts/patch-postgres.mjs ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:20-bookworm-slim AS runtime

@@ -47,7 +47,7 @@ export interface Bench {
   close(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
@@ -91,6 +91,59 @@ function tail(file: string): string {
   }
 }
 
+export interface Spawned extends Instance {
+  port: number;
+  logFile: string;
+  /** Settles when the process has exited, however it ended. */
+  exited: Promise<void>;
+  /** Sends a signal (SIGKILL: dies at once, as in a crash). */
+  kill(signal: NodeJS.Signals): void;
+}
+
+/**
+ * Starts `node --import=tsx src/main.ts` with `env` over this process's environment (a free
+ * port unless PORT is given, 127.0.0.1, LOG_LEVEL=warn), its output in <logDir>/server-<port>.log,
+ * and resolves once /readyz answers 200. stop() sends SIGTERM and SIGKILL after 15 s.
+ */
+export async function spawnDocpipe(env: Record<string, string>, opts: { logDir: string; nodeArgs?: string[]; timeoutMs?: number }): Promise<Spawned> {
+  const port = env.PORT ? Number(env.PORT) : await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const logFile = path.join(opts.logDir, `server-${port}.log`);
+  const log = createWriteStream(logFile, { flags: 'a' });
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import=tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'warn', LOG_PRETTY: '0', ...env, PORT: String(port) },
+  });
+  child.stdout!.pipe(log);
+  child.stderr!.pipe(log);
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  try {
+    await waitHealthy(origin, child, logFile, opts.timeoutMs ?? 30_000);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  const pid = child.pid!;
+  return {
+    origin,
+    port,
+    pid,
+    logFile,
+    exited,
+    kill: (signal) => { child.kill(signal); },
+    rss: () => procBytes(pid, 'VmRSS'),
+    peakRss: () => procBytes(pid, 'VmHWM'),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
 /**
  * `reuse` (the --quick mode) keeps one server process for every scenario: start() hands out the
  * same one and stop() leaves it running until close(). It saves a start-up per scenario, at the
@@ -108,54 +161,23 @@ export async function setUpBench(opts: { reuse?: boolean } = {}): Promise<Bench>
   let shared: Promise<Instance> | undefined;
 
   const launch = async (extra: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Instance> => {
-    const port = await freePort();
-    const origin = `http://127.0.0.1:${port}`;
-    const logFile = path.join(dataDir, `server-${port}.log`);
-    const log = createWriteStream(logFile);
-    const child = spawn(process.execPath, [...nodeArgs, '--import=tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        DATABASE_URL,
-        DATABASE_SCHEMA: schema,
-        REDIS_URL,
-        REDIS_PREFIX: redisPrefix,
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'warn',
-        LOG_PRETTY: '0',
-        POOL_THREADS: String(POOL_THREADS),
-        // a stopped bench server hands leftover work back quickly (the schema is dropped anyway)
-        SHUTDOWN_GRACE_S: '5',
-        PLAN_OVERRIDES: JSON.stringify(PLAN_OVERRIDES),
-        ...extra,
-      },
-    });
-    child.stdout!.pipe(log);
-    child.stderr!.pipe(log);
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    try {
-      await waitHealthy(origin, child, logFile, 30_000);
-    } catch (err) {
-      child.kill('SIGKILL');
-      throw err;
-    }
-    const pid = child.pid!;
+    const child = await spawnDocpipe({
+      DATABASE_URL,
+      DATABASE_SCHEMA: schema,
+      REDIS_URL,
+      REDIS_PREFIX: redisPrefix,
+      DATA_DIR: dataDir,
+      POOL_THREADS: String(POOL_THREADS),
+      // a stopped bench server hands leftover work back quickly (the schema is dropped anyway)
+      SHUTDOWN_GRACE_S: '5',
+      PLAN_OVERRIDES: JSON.stringify(PLAN_OVERRIDES),
+      ...extra,
+    }, { logDir: dataDir, nodeArgs });
     const inst: Instance = {
-      origin,
-      pid,
-      rss: () => procBytes(pid, 'VmRSS'),
-      peakRss: () => procBytes(pid, 'VmHWM'),
+      ...child,
       async stop() {
         running.delete(inst);
-        if (child.exitCode === null) {
-          child.kill('SIGTERM');
-          const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-          await exited;
-          clearTimeout(timer);
-        }
+        await child.stop();
       },
     };
     running.add(inst);

@@ -163,5 +163,45 @@ export function fileProblem(err: unknown, instance: string, requestId: string): 
   // A message may quote the document's bytes; Postgres jsonb cannot store U+0000.
   const clean = (m: string): string => m.replace(/\u0000/g, '\uFFFD');
   if (err instanceof ApiError) return problemOf(err.code, clean(err.message), instance, requestId);
+  if (isDiskFull(err)) return problemOf('service_unavailable', DISK_FULL, instance, requestId);
   return problemOf('invalid_document', clean(err instanceof Error ? err.message : String(err)), instance, requestId);
+}
+
+// Failures of what the service stands on, rather than of the request: the client should retry.
+// Kept here, once, for every caller (the HTTP answer, the job runner, the storage wrappers).
+
+interface ErrorLike { code?: unknown; name?: unknown; message?: unknown }
+
+/** Codes of a database or cache connection that failed, was refused, cut or timed out
+ *  (ECONN* from the socket, CONNECTION_* / CONNECT_TIMEOUT from the `postgres` client,
+ *  57P01 admin shutdown and 57P03 cannot connect now from a Postgres that is restarting). */
+const DOWN_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE',
+  'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
+  '57P01', '57P02', '57P03',
+]);
+
+/** True for a connection-level failure of Postgres or Redis. */
+export function isDependencyDown(err: unknown): boolean {
+  const e = err as ErrorLike | null;
+  if (!e || typeof e !== 'object') return false;
+  // ioredis gives up on a command with these while Redis is away.
+  if (e.name === 'MaxRetriesPerRequestError') return true;
+  if (typeof e.message === 'string' && /^(Connection is closed|Stream isn't writeable)/.test(e.message)) return true;
+  return typeof e.code === 'string' && DOWN_CODES.has(e.code);
+}
+
+/** True when the disk (or the quota) is full. */
+export function isDiskFull(err: unknown): boolean {
+  const code = (err as ErrorLike | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
+export const DISK_FULL = 'The server is out of disk space; retry shortly.';
+
+/** The error a failed storage step answers with: 503 service_unavailable when the disk is full,
+ *  else 503 conversion_unavailable naming the step. */
+export function storageError(err: unknown, step: string): ApiError {
+  if (isDiskFull(err)) return new ApiError('service_unavailable', DISK_FULL, { 'retry-after': '5' });
+  return new ApiError('conversion_unavailable', `Storage failed while ${step}: ${(err as Error).message}`);
 }

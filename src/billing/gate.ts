@@ -99,6 +99,11 @@ export interface Gate {
   /** Conversions holding a reservation (the concurrency count). */
   running(accountId: string): Promise<number>;
   rateLimit(accountId: string, perMinute: number): Promise<RateResult>;
+  /** The reservations held (conversion id -> credits), or null when the account is not loaded. */
+  held(accountId: string): Promise<Map<string, number> | null>;
+  /** Holds a reservation the ledger has open but the gate lost, taking its credits from the
+   *  balance (audit.ts); false when not loaded or already held (nothing changed). */
+  adopt(accountId: string, conversionId: string, credits: number): Promise<boolean>;
   /** Drops the balance and reservations (so the next reserve rebuilds from the ledger); keeps
    *  idempotency claims and the rate window, which the ledger cannot rebuild. */
   forget(accountId: string): Promise<void>;

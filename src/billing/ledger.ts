@@ -69,6 +69,32 @@ export async function grantCredits(sql: Sql, accountId: string, amount: number, 
   }
 }
 
+/**
+ * The ledger half of a settle, inside the caller's transaction (Ledger.settle, or a delete that
+ * must release in the transaction that removes the conversion): charges `charged` (clamped to the
+ * reservation) and releases the rest, once per conversion. Undefined when it never reserved.
+ */
+export async function settleRows(tx: Sql, accountId: string, conversionId: string, charged: number): Promise<Settlement | undefined> {
+  const [r] = await tx`select -amount as reserved from ledger
+                       where conversion_id = ${conversionId} and kind = 'reserve' and account_id = ${accountId}`;
+  if (!r) return undefined;
+  const reserved = Number(r.reserved);
+  // A concurrent settle of the same conversion waits here on the unique index, then skips.
+  const won = await tx`insert into ledger (account_id, conversion_id, kind, amount)
+                       values (${accountId}, ${conversionId}, 'release', ${reserved})
+                       on conflict do nothing returning id`;
+  if (won.length === 0) {
+    const [c] = await tx`select -amount as charged from ledger where conversion_id = ${conversionId} and kind = 'charge'`;
+    return { reserved, charged: c ? Number(c.charged) : 0, first: false };
+  }
+  const applied = Math.min(Math.max(0, Math.trunc(charged)), reserved);
+  if (applied > 0) {
+    await tx`insert into ledger (account_id, conversion_id, kind, amount)
+             values (${accountId}, ${conversionId}, 'charge', ${-applied})`;
+  }
+  return { reserved, charged: applied, first: true };
+}
+
 /** The ledger and the running server's gate, kept in step. */
 export class Ledger {
   constructor(readonly sql: Sql, readonly gate: Gate) {}
@@ -99,29 +125,15 @@ export class Ledger {
    * gate what the ledger says, so a settle interrupted between the two steps heals on the next.
    */
   async settle(accountId: string, conversionId: string, charged: number): Promise<Settlement | undefined> {
-    const s = await this.sql.begin(async (tx) => {
-      const [r] = await tx`select -amount as reserved from ledger
-                           where conversion_id = ${conversionId} and kind = 'reserve' and account_id = ${accountId}`;
-      if (!r) return undefined;
-      const reserved = Number(r.reserved);
-      // A concurrent settle of the same conversion waits here on the unique index, then skips.
-      const won = await tx`insert into ledger (account_id, conversion_id, kind, amount)
-                           values (${accountId}, ${conversionId}, 'release', ${reserved})
-                           on conflict do nothing returning id`;
-      if (won.length === 0) {
-        const [c] = await tx`select -amount as charged from ledger where conversion_id = ${conversionId} and kind = 'charge'`;
-        return { reserved, charged: c ? Number(c.charged) : 0, first: false };
-      }
-      const applied = Math.min(Math.max(0, Math.trunc(charged)), reserved);
-      if (applied > 0) {
-        await tx`insert into ledger (account_id, conversion_id, kind, amount)
-                 values (${accountId}, ${conversionId}, 'charge', ${-applied})`;
-      }
-      return { reserved, charged: applied, first: true };
-    });
+    const s = await this.sql.begin((tx) => settleRows(tx as unknown as Sql, accountId, conversionId, charged));
     if (!s) return undefined;
     await this.gate.settle(accountId, conversionId, s.charged);
     return s;
+  }
+
+  /** Tells the gate a settlement whose rows settleRows wrote in the caller's committed transaction. */
+  async tell(accountId: string, conversionId: string, s: Settlement): Promise<void> {
+    await this.gate.settle(accountId, conversionId, s.charged);
   }
 
   release(accountId: string, conversionId: string): Promise<Settlement | undefined> {

@@ -156,6 +156,20 @@ export class LocalGate implements Gate {
     return this.account(accountId).reservations.size;
   }
 
+  async held(accountId: string): Promise<Map<string, number> | null> {
+    const a = this.account(accountId);
+    return a.balance === null ? null : new Map(a.reservations);
+  }
+
+  async adopt(accountId: string, conversionId: string, credits: number): Promise<boolean> {
+    checkSettle(accountId, conversionId, credits);
+    const a = this.account(accountId);
+    if (a.balance === null || a.reservations.has(conversionId)) return false;
+    a.reservations.set(conversionId, credits);
+    a.balance -= credits;
+    return true;
+  }
+
   async rateLimit(accountId: string, perMinute: number): Promise<RateResult> {
     if (!Number.isSafeInteger(perMinute)) throw new TypeError('perMinute must be an integer');
     const a = this.account(accountId);

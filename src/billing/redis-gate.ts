@@ -51,6 +51,11 @@ function loadScripts(): Map<string, Script> {
   return found;
 }
 
+/** Milliseconds before the n-th reconnect attempt in a row: 50 ms more each time, at most 250. */
+export function reconnectDelayMs(attempt: number): number {
+  return Math.min(50 * attempt, 250);
+}
+
 export interface RedisGateOptions {
   /** A connected client (the caller closes it) or a URL (the gate owns and closes its client). */
   redis: Redis | Cluster | string;
@@ -73,7 +78,11 @@ export class RedisGate implements Gate {
         enableAutoPipelining: true,
         // A request must not hang while Redis is away: fail it after a short retry (the server
         // answers 503 service_unavailable, retryable) and keep reconnecting in the background.
+        // A command waits out maxRetriesPerRequest reconnect attempts; ioredis's default delay
+        // between them grows by 50 ms each time up to 2 s (commands then wait seconds, and the
+        // first ones after Redis is back wait for the next attempt): keep it at most 250 ms.
         maxRetriesPerRequest: 2,
+        retryStrategy: reconnectDelayMs,
         connectTimeout: 2_000,
       })
       : opts.redis;
@@ -171,6 +180,23 @@ export class RedisGate implements Gate {
 
   async running(accountId: string): Promise<number> {
     return this.redis.hlen(this.keys(accountId).reservations);
+  }
+
+  async held(accountId: string): Promise<Map<string, number> | null> {
+    const k = this.keys(accountId);
+    // One MULTI: the balance and the reservations of one moment.
+    const r = await this.redis.multi().exists(k.balance).hgetall(k.reservations).exec();
+    if (!r || r.some(([err]) => err)) throw r?.find(([err]) => err)?.[0] ?? new Error('billing: held() was not answered');
+    if (r[0]![1] === 0) return null;
+    const all = r[1]![1] as Record<string, string>;
+    return new Map(Object.entries(all).map(([conv, credits]) => [conv, Number(credits)]));
+  }
+
+  async adopt(accountId: string, conversionId: string, credits: number): Promise<boolean> {
+    checkSettle(accountId, conversionId, credits);
+    const k = this.keys(accountId);
+    const r = await this.run('adopt', k.balance, k.reservations, conversionId, credits);
+    return r[0] === 1;
   }
 
   async rateLimit(accountId: string, perMinute: number): Promise<RateResult> {

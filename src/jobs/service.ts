@@ -23,21 +23,22 @@
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { ApiError, fileProblem } from '../errors.js';
+import { ApiError, fileProblem, isDependencyDown } from '../errors.js';
 import { sniff, peekBytes, peekFile, isRender, converterForMime, ENDPOINTS, type RunResult } from '../converters/registry.js';
 import { renderCount } from '../converters/markdown.js';
 import type { Converter, ConverterKind, ConvertOptions, Count, Peek } from '../converters/types.js';
 import { fetchDocument, readUrl, type FetchSettings } from '../converters/url.js';
 import { priceSource } from '../billing/pricing.js';
 import { Refusal, refusalError, reserveWithRebuild, type Gate, type IdempotencyClaim } from '../billing/gate.js';
-import { recordReservation, type Ledger } from '../billing/ledger.js';
+import { recordReservation, settleRows, type Ledger, type Settlement } from '../billing/ledger.js';
+import { GateAudit } from '../billing/audit.js';
 import type { Plan, PlanLimits } from '../billing/plans.js';
 import {
   awaitClaim, checkFileSizes, checkPlanLimits, claimKey, countMonthlyFiles, findClaim, requestFingerprint,
   IDEMPOTENCY_TTL_S,
 } from '../billing/admission.js';
 import type { Sql } from '../store/db.js';
-import type { Blobs } from '../store/blobs.js';
+import type { Blobs, Pending } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
 import {
   insertConversion, markSourceRunning, finishSource, getConversionRow, setAsyncReason,
@@ -48,7 +49,7 @@ import type { ConvertRequest, StagedSource } from '../server/convert-request.js'
 import type { Executor } from './executor.js';
 import { JobRunner } from './runner.js';
 import { resolveSources } from '../uploads/refs.js';
-import { completeJob, setProgress, MAX_ATTEMPTS, type JobRow } from './queue.js';
+import { completeJob, handBack, setProgress, LEASE_S, MAX_ATTEMPTS, type JobRow } from './queue.js';
 import { GroupCommit, fileRowsOf } from './group-commit.js';
 
 export type AsyncReason = 'respond_async' | 'too_many_sources' | 'pages_exceed_sync_limit' | 'capacity' | 'wait_timeout';
@@ -120,6 +121,8 @@ export interface Billing {
   limits(plan: Plan): PlanLimits;
   /** Failures that no request can be told about (a settle after the response). */
   onError?(err: unknown, what: string): void;
+  /** The sweeps mended what a fault had left (a settle lost, the gate out of line with the ledger). */
+  onMend?(what: string, counts: Record<string, number>): void;
 }
 
 export interface PlannedEstimate {
@@ -171,6 +174,8 @@ export class ConversionService {
   readonly runner: JobRunner;
   /** Where finished renders are stored, many conversions per transaction. */
   readonly group: GroupCommit;
+  /** Mends the gate's copy of active accounts from the ledger (a settle it was not told, …). */
+  readonly audit: GateAudit;
   private inline: Executor;
   private settleTimer?: NodeJS.Timeout;
   private urlFetch: FetchSettings;
@@ -179,14 +184,26 @@ export class ConversionService {
     this.inline = life.inline;
     this.group = new GroupCommit(sql);
     this.urlFetch = life.urlFetch;
+    this.audit = new GateAudit(sql, billing.gate);
     this.runner = new JobRunner(sql, (job, signal) => this.runJob(job, signal), { capacity: life.capacity, pollMs: life.pollMs });
   }
 
-  /** Starts taking queued and abandoned jobs, and settling conversions whose settle was lost. */
+  /** Starts taking queued and abandoned jobs, settling conversions whose settle was lost, and
+   *  auditing the gate's copy of the accounts active here against the ledger. */
   start(): void {
     this.runner.start();
-    this.settleTimer = setInterval(() => void this.settleLost().catch(() => {}), 10_000);
+    this.settleTimer = setInterval(() => void this.sweep().catch((err: unknown) => this.billing.onError?.(err, 'settle sweep')), 10_000);
     this.settleTimer.unref();
+  }
+
+  /** Settles what lost its settle, then audits the gate; says what it mended. */
+  private async sweep(): Promise<void> {
+    const settled = await this.settleLost();
+    if (settled > 0) this.billing.onMend?.('settled conversions whose settle was lost', { conversions: settled });
+    const a = await this.audit.run();
+    if (a.settled + a.released + a.adopted > 0) this.billing.onMend?.('gate reservations brought in line with the ledger', { ...a });
+    const b = await this.resolvePending();
+    if (b.placed + b.removed > 0) this.billing.onMend?.('blobs left pending by a crash resolved by their rows', { ...b });
   }
 
   /** Stops taking work; running jobs get `graceMs` to finish, the rest are handed back. */
@@ -312,6 +329,7 @@ export class ConversionService {
     };
     const { gate, ledger } = this.billing;
     const req = { accountId: p.accountId, conversionId, credits, concurrencyLimit: limits.concurrency };
+    this.audit.watch(p.accountId);
     let r = await reserveWithRebuild(gate, { ...req, idempotency: claim }, ledger.readLedger);
     if (r.kind === 'replay') {
       // The first request with this key may still be committing: wait for its claim in Postgres.
@@ -354,25 +372,28 @@ export class ConversionService {
     const jobs = sources.flatMap((s) => (s.failure ? [] : [{ id: newId('job'), sourceId: s.id }]));
     const conv = { id: conversionId, accountId: p.accountId, expiresAt };
     const outputs: NewFile[][] = [];
+    // The blobs wait in pending/ until the rows are committed (see store/blobs.ts).
+    const staged: Pending[] = [];
+    let snapshot: Accepted['snapshot'];
     try {
       for (let i = 0; i < sources.length; i++) {
         const s = planned[i]!;
         const blob = sources[i]!.blob;
-        if (blob) await (s.data ? this.blobs.write(blob, s.data) : this.blobs.adopt(s.path, blob));
+        if (blob) staged.push(await (s.data ? this.blobs.stageContent(blob, s.data) : this.blobs.stage(s.path, blob)));
       }
       if (rendered) {
-        for (let i = 0; i < sources.length; i++) outputs.push(await this.outputFiles(p.accountId, sources[i]!, i, rendered[i]!));
+        for (let i = 0; i < sources.length; i++) {
+          const out = await this.outputFiles(p.accountId, sources[i]!, i, rendered[i]!);
+          outputs.push(out.files);
+          staged.push(...out.staged);
+        }
       }
       // Without an Idempotency-Key to claim, a finished render joins the next group commit.
       if (rendered && !idem) {
         const finished = finishedRender(p.accountId, conversionId, req, createdAt, expiresAt, sources, rendered, outputs);
         await this.group.add({ ...finished, monthlyFiles: sources.length, monthlyLimit: limits.filesPerMonth });
-        return {
-          conversionId, done: Promise.resolve(), pdfPages: 0, sources: sources.length, capacity: false, finished: true,
-          snapshot: { row: finished.row, files: fileRowsOf(finished.row, finished.files) },
-        };
-      }
-      await this.sql.begin(async (tx) => {
+        snapshot = { row: finished.row, files: fileRowsOf(finished.row, finished.files) };
+      } else await this.sql.begin(async (tx) => {
         const t = tx as unknown as Sql;
         if (idem && !await claimKey(t, { accountId: p.accountId, ...idem, conversionId })) throw new KeyTaken();
         // insertConversion opens its own transaction; inside this one it simply joins it.
@@ -403,12 +424,15 @@ export class ConversionService {
         })))}`;
       });
     } catch (err) {
-      await this.blobs.remove([...sources, ...outputs.flat()].flatMap((f) => (f.blob ? [f.blob] : [])));
+      // Refused or rolled back: the blobs go. A lost connection may have lost only the commit's
+      // answer: the pending sweep keeps or removes them by the rows.
+      if (!isDependencyDown(err)) await this.blobs.discard(staged);
       throw err;
     }
+    await this.blobs.place(staged);
     // PDF pages sent, or fetched from a URL, count towards the sync limit alike.
     const pdfPagesOf = (): number => sources.reduce((a, s) => a + ((s.fetched?.kind ?? req.kind) === 'pdf' ? s.count.pages : 0), 0);
-    if (rendered) return { conversionId, done: Promise.resolve(), pdfPages: pdfPagesOf(), sources: sources.length, capacity: false, finished: true };
+    if (rendered) return { conversionId, done: Promise.resolve(), pdfPages: pdfPagesOf(), sources: sources.length, capacity: false, finished: true, snapshot };
     if (jobs.length === 0) {
       // Every URL failed to fetch: the conversion ended failed in its insert and is settled now.
       if (gated) await this.settleCredits(p.accountId, conversionId).catch((err: unknown) => this.billing.onError?.(err, `settling ${conversionId}`));
@@ -428,7 +452,13 @@ export class ConversionService {
   async settleCredits(accountId: string, conversionId: string): Promise<void> {
     const [row] = await this.sql`select coalesce(sum(credits), 0)::int as charged from files
       where conversion_id = ${conversionId} and role = 'source' and status = 'completed'`;
-    await this.billing.ledger.settle(accountId, conversionId, Number(row!.charged));
+    try {
+      await this.billing.ledger.settle(accountId, conversionId, Number(row!.charged));
+    } catch (err) {
+      // The ledger may have settled and only the gate not heard: let the audit look at this account.
+      this.audit.watch(accountId);
+      throw err;
+    }
   }
 
   /** Why this conversion cannot be answered synchronously, if it cannot. */
@@ -492,6 +522,15 @@ export class ConversionService {
       count: { pages: 0, units: 0 }, credits: Number(c.credits ?? 0),
     };
     let status: ConversionStatus | null;
+    let converting = false;
+    let staged: Pending[] = [];
+    // The source waits in pending/ for a moment after its commit (or, after a crash there, until
+    // the pending sweep places it): try again later rather than fail the document.
+    const blob = c.blob as string;
+    if (!(await this.blobs.exists(blob)) && (await this.blobs.isPending(blob))) {
+      await handBack(this.sql, this.runner.owner, [job.id]).catch(() => {});
+      return;
+    }
     try {
       if (job.attempts > MAX_ATTEMPTS) {
         throw new ApiError('invalid_document', `The conversion stopped its worker ${job.attempts - 1} times; the document is not converted.`);
@@ -510,17 +549,34 @@ export class ConversionService {
       const task = fetched
         ? { kind: fetched.kind, options: { ...options, baseUrl: fetched.url } }
         : { kind, options };
+      converting = true;
       const result = await (small ? this.inline : this.executor).run(
         { ...task, path: file, name: source.name, mime: source.mime }, signal, onProgress,
       );
+      converting = false;
       const index = Math.floor(Number(c.position) / 8);
-      const outputs = await this.outputFiles(conv.accountId, source, index, result);
+      const out = await this.outputFiles(conv.accountId, source, index, result);
+      staged = out.staged;
       const credits = chargeFor(kind, fetched?.kind, result.pageCount, options, source.credits);
-      status = await finishSource(this.sql, conv, source.id, { outputs, pages: result.pageCount, credits }, guard);
+      status = await recording(signal, () => finishSource(this.sql, conv, source.id,
+        { outputs: out.files, pages: result.pageCount, credits }, guard));
     } catch (err) {
+      if (!converting && isDependencyDown(err)) {
+        // The database failed, not the document: the job goes back to the queue for another try
+        // (not counted as an attempt), or, while the database is still away, its lease runs out.
+        // Staged outputs stay for the pending sweep: the commit may have happened.
+        await handBack(this.sql, this.runner.owner, [job.id]).catch(() => {});
+        return;
+      }
+      await this.blobs.discard(staged);
+      staged = [];
       const problem = fileProblem(err, `/v1/conversions/${conv.id}`, conv.id);
-      status = await finishSource(this.sql, conv, source.id, { error: problem }, guard).catch(() => null);
+      status = await recording(signal, () => finishSource(this.sql, conv, source.id, { error: problem }, guard)).catch(() => null);
     }
+    // Recorded: the outputs go in place. Refused by the guard (another process holds the job now):
+    // this run's copies go.
+    if (status) await this.blobs.place(staged).catch((err: unknown) => this.billing.onError?.(err, `placing outputs of ${conv.id}`));
+    else await this.blobs.discard(staged);
     if (status && TERMINAL.has(status) && c.operation !== 'render') {
       await this.settleCredits(conv.accountId, conv.id).catch((err: unknown) => this.billing.onError?.(err, `settling ${conv.id}`));
     }
@@ -550,36 +606,109 @@ export class ConversionService {
     return rows.length;
   }
 
-  private async outputFiles(accountId: string, s: PlannedSource, index: number, result: RunResult): Promise<NewFile[]> {
+  /** The output rows of a source; outputs too large to keep inline are staged in pending/. */
+  private async outputFiles(accountId: string, s: PlannedSource, index: number, result: RunResult): Promise<{ files: NewFile[]; staged: Pending[] }> {
     const base = s.name.replace(/\.[A-Za-z0-9]{1,8}$/, '') || 'document';
     const files: NewFile[] = [];
+    const staged: Pending[] = [];
     for (let k = 0; k < result.outputs.length; k++) {
       const o = result.outputs[k]!;
       const id = newId('file');
       const bytes = Buffer.byteLength(o.content);
       let blob: string | null = null;
-      if (bytes > INLINE_CONTENT_BYTES) blob = this.blobs.nameFor(accountId, id);
-      if (blob) await this.blobs.write(blob, o.content);
+      // Named after the source and the output's place, not the row's id: whichever run of a job
+      // records its outcome, the blob has the one name its row gives.
+      if (bytes > INLINE_CONTENT_BYTES) blob = this.blobs.nameFor(accountId, `${s.id}.out${k}`);
+      if (blob) {
+        try {
+          staged.push(await this.blobs.stageContent(blob, o.content));
+        } catch (err) {
+          await this.blobs.discard(staged);
+          throw err;
+        }
+      }
       files.push({
         id, position: index * 8 + 1 + k, role: 'output', sourceId: s.id, name: base + EXT[o.format], mime: o.mime,
         status: 'completed', format: o.format, variant: result.variant, bytes, pages: result.pageCount,
         content: blob ? null : o.content, blob,
       });
     }
-    return files;
+    return { files, staged };
   }
 
   /** Deletes a conversion; running work is cancelled and a reservation it still holds is
-   *  released (a conversion deleted before it settled is not charged). */
+   *  released (a conversion deleted before it settled is not charged). Its blobs leave their
+   *  place before the rows go, and are removed after (see store/blobs.ts). */
   async remove(accountId: string, id: string): Promise<boolean> {
     const row = await getConversionRow(this.sql, accountId, id);
     if (!row) return false;
-    const blobs = await deleteConversionRows(this.sql, accountId, id);
+    const named = await this.sql`select blob from files where conversion_id = ${id} and account_id = ${accountId} and blob is not null`;
+    const moved = await this.blobs.unplace(named.map((r) => r.blob as string));
+    let deleted: { blobs: string[]; settled?: Settlement } | undefined;
+    try {
+      // The rows and the release of the reservation go in one transaction: a process that dies
+      // right after cannot leave credits reserved for a conversion that no longer exists.
+      deleted = await this.sql.begin(async (tx) => {
+        const t = tx as unknown as Sql;
+        const joined = Object.assign(Object.create(null), { begin: (fn: (s: Sql) => unknown) => fn(t) }) as Sql;
+        const blobs = await deleteConversionRows(joined, accountId, id);
+        if (!blobs) return undefined;
+        return { blobs, settled: row.operation === 'render' ? undefined : await settleRows(t, accountId, id, 0) };
+      });
+    } catch (err) {
+      // Not deleted: the blobs go back. Maybe deleted (the commit's answer lost): the pending
+      // sweep decides by the rows.
+      if (!isDependencyDown(err)) await this.blobs.place(moved);
+      throw err;
+    }
     this.runner.abortConversion(id);
-    if (!blobs) return false;
-    if (row.operation !== 'render') await this.billing.ledger.release(accountId, id);
-    await this.blobs.remove(blobs);
+    await this.blobs.discard(moved);
+    if (!deleted) return false; // deleted by another request meanwhile
+    // The gate is told after the commit; if that is lost, the gate audit settles it.
+    if (deleted.settled) {
+      await this.billing.ledger.tell(accountId, id, deleted.settled).catch((err: unknown) => {
+        this.audit.watch(accountId);
+        this.billing.onError?.(err, `releasing ${id} in the gate`);
+      });
+    }
+    // A large output recorded between the listing and the delete.
+    const left = new Set(moved.map((m) => m.name));
+    await this.blobs.remove(deleted.blobs.filter((b) => !left.has(b)));
     return true;
+  }
+
+  /** Places or removes blobs (of conversions and uploads) left in pending/ by a crash or a lost
+   *  commit answer. */
+  async resolvePending(graceMs = PENDING_GRACE_MS): Promise<{ placed: number; removed: number }> {
+    return this.blobs.resolvePending(graceMs, async (names) => {
+      const rows = await this.sql`
+        select blob from files where blob in ${this.sql(names)}
+        union all select blob from uploads where blob in ${this.sql(names)}
+        union all select blob from upload_parts where blob in ${this.sql(names)}`;
+      return new Set(rows.map((r) => r.blob as string));
+    });
+  }
+}
+
+/** How long a blob may wait in pending/ before the sweep decides by its rows: far longer than
+ *  any transaction, including a job's outcome retried for its whole lease (recording). */
+export const PENDING_GRACE_MS = Math.max(30_000, 3 * LEASE_S * 1000);
+
+/**
+ * Records a job's outcome, trying again while the database is away: the conversion is done and
+ * its lease holds for LEASE_S, so the outcome is kept rather than converted again after a
+ * takeover. Gives up after LEASE_S (the lease is then likely gone: the guard would refuse) or
+ * when the job is aborted.
+ */
+export async function recording<T>(signal: AbortSignal, write: () => Promise<T>, budgetMs = LEASE_S * 1000): Promise<T> {
+  const until = Date.now() + budgetMs;
+  for (let pause = 100; ; pause = Math.min(pause * 2, 1000)) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isDependencyDown(err) || signal.aborted || Date.now() + pause > until) throw err;
+      await new Promise((r) => setTimeout(r, pause));
+    }
   }
 }
 

@@ -13,7 +13,7 @@ import { PoolExecutor } from '../pool/pool.js';
 import { registerEvents } from './routes/events.js';
 import { ApiError } from '../errors.js';
 import { Router } from './router.js';
-import { makeCtx, sendError, sendJson, sendProblem, type Ctx } from './respond.js';
+import { cleanUpNow, makeCtx, sendError, sendJson, sendProblem, type Ctx } from './respond.js';
 import type { Deps } from './deps.js';
 import { registerConvert } from './routes/convert.js';
 import { registerConversions } from './routes/conversions.js';
@@ -88,6 +88,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     auth: new Authenticator(db.sql),
     conversions: new ConversionService(db.sql, blobs, executor, {
       gate, ledger, limits, onError: (err, what) => log.error({ err }, what),
+      onMend: (what, counts) => log.warn({ mended: counts }, what),
     }, { inline, capacity: config.poolThreads * 2, urlFetch: { allowPrivateNetwork: config.allowPrivateNetwork } }),
   };
 
@@ -184,6 +185,7 @@ async function dispatch(router: Router, ctx: Ctx, log: Logger, metrics: Metrics)
     await m.route.handler(ctx);
   } catch (err) {
     metrics.noteDependencyError(err);
+    await cleanUpNow(ctx);
     sendError(ctx, err, (e) => log.error({ err: e, request_id: ctx.requestId }, 'request failed'));
   }
 }

@@ -4,7 +4,7 @@
 // - `finish` runs the request's clean-ups (temp files) exactly once, whatever path ends it.
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { randomBytesPooled } from '../store/ids.js';
-import { ApiError, problemOf, type ErrorCode } from '../errors.js';
+import { ApiError, DISK_FULL, isDependencyDown, isDiskFull, problemOf, type ErrorCode } from '../errors.js';
 import type { Principal } from './auth.js';
 import { BodyReader } from './body.js';
 
@@ -124,29 +124,24 @@ export function sendProblem(ctx: Ctx, code: ErrorCode, detail: string, headers: 
   reply(ctx, problem.status, JSON.stringify(problem), 'application/problem+json', headers, close);
 }
 
-/** Answers with whatever was thrown: an ApiError as its Problem, anything else as a 500. */
+/** Answers with whatever was thrown: an ApiError as its Problem, a failed dependency or a full
+ *  disk as 503 service_unavailable (retryable), anything else as a 500. */
 export function sendError(ctx: Ctx, err: unknown, log?: (err: unknown) => void): void {
   if (err instanceof ApiError) {
     sendProblem(ctx, err.code, err.message, err.headers, err.status === 413);
     return;
   }
-  if (isUnavailable(err)) {
+  if (isDiskFull(err)) {
+    log?.(err);
+    sendProblem(ctx, 'service_unavailable', DISK_FULL, { 'retry-after': '5' });
+    return;
+  }
+  if (isDependencyDown(err)) {
     sendProblem(ctx, 'service_unavailable', 'A dependency (database or cache) is unavailable; retry shortly.', { 'retry-after': '1' });
     return;
   }
   log?.(err);
   sendProblem(ctx, 'internal_error', 'The server failed to handle this request.');
-}
-
-/** Connection-level failures of Postgres/Redis, which the client should retry. */
-function isUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; name?: string; message?: string } | null;
-  // ioredis gives up on a command with these while Redis is away.
-  if (e?.name === 'MaxRetriesPerRequestError' || /^Connection is closed/.test(e?.message ?? '')) return true;
-  const code = e?.code;
-  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'CONNECTION_CLOSED'
-    || code === 'CONNECTION_ENDED' || code === 'CONNECTION_DESTROYED' || code === 'CONNECT_TIMEOUT'
-    || code === '57P01' || code === '57P03';
 }
 
 /**
@@ -161,6 +156,18 @@ function ended(): Array<() => unknown> {
     return 0;
   };
   return list;
+}
+
+/**
+ * Runs the request's clean-ups registered so far and waits for them, before an error is answered:
+ * the temp files of a refused request are gone when the client reads the answer (after a full
+ * disk, its retry finds the space freed). finish() later runs only what is registered after.
+ */
+export async function cleanUpNow(ctx: Ctx): Promise<void> {
+  const list = ctx.cleanups;
+  if (list.length === 0 || ctx.aborted || ctx.answered) return;
+  ctx.cleanups = [];
+  await Promise.allSettled(list.map(async (fn) => fn()));
 }
 
 function runCleanup(fn: () => unknown): void {

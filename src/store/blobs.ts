@@ -1,20 +1,37 @@
 // Document bytes on disk under DATA_DIR: tmp/ for request bodies being received, blobs/ for
 // sources and large outputs. A blob's name is relative to blobs/, so DATA_DIR can move.
+//
+// A blob and its row must come and go together, but a file system and a database cannot commit
+// together, and a process can die between the two. So blobs of conversions move through
+// pending/ (same file system: renames): a new blob is staged there before its row's transaction
+// and placed (renamed into blobs/) after the commit; a blob whose rows are being deleted is moved
+// back there before the delete and discarded after it. Whatever a crash (or a lost commit answer)
+// leaves in pending/ is resolved by the row alone (resolvePending): placed when its row exists,
+// removed when it does not. A pending entry is `<encoded name>~<token>`: one per attempt, so two
+// attempts at the same blob never touch each other's file.
 import { mkdirSync } from 'node:fs';
-import { rename, rm, writeFile, copyFile } from 'node:fs/promises';
+import { readdir, rename, rm, stat, writeFile, copyFile } from 'node:fs/promises';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+/** A blob waiting in pending/ for its row's transaction. */
+export interface Pending {
+  name: string;
+  path: string;
+}
 
 export class Blobs {
   readonly tmpDir: string;
   readonly root: string;
-  /** Account directories made already: the hot path makes each once, not per file. */
-  private made = new Set<string>();
+  readonly pendingDir: string;
 
   constructor(dataDir: string) {
     this.tmpDir = path.resolve(dataDir, 'tmp');
     this.root = path.resolve(dataDir, 'blobs');
+    this.pendingDir = path.resolve(dataDir, 'pending');
     mkdirSync(this.tmpDir, { recursive: true });
     mkdirSync(this.root, { recursive: true });
+    mkdirSync(this.pendingDir, { recursive: true });
   }
 
   /** The blob name for a file of an account. */
@@ -31,45 +48,123 @@ export class Blobs {
   /** Moves a received temp file into the store (same filesystem: a rename). */
   async adopt(tmpPath: string, name: string): Promise<string> {
     const target = this.pathOf(name);
-    await this.inDir(target, async () => {
-      try {
-        await rename(tmpPath, target);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
-        await copyFile(tmpPath, target);
-        await rm(tmpPath, { force: true });
-      }
-    });
+    mkdirSync(path.dirname(target), { recursive: true });
+    await moveFile(tmpPath, target);
     return target;
   }
 
+  /** Writes a blob; a write that fails (a full disk) leaves no partial file behind. */
   async write(name: string, content: string | Buffer): Promise<string> {
     const target = this.pathOf(name);
-    await this.inDir(target, () => writeFile(target, content));
-    return target;
-  }
-
-  /** Runs `op` on `file` with its directory made; a directory removed since (an upload's parts
-   *  directory after completion) is made again once. */
-  private async inDir(file: string, op: () => Promise<void>): Promise<void> {
-    const dir = path.dirname(file);
-    if (!this.made.has(dir)) this.makeDir(dir);
+    mkdirSync(path.dirname(target), { recursive: true });
     try {
-      await op();
+      await writeFile(target, content);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      this.makeDir(dir);
-      await op();
+      await rm(target, { force: true });
+      throw err;
     }
-  }
-
-  private makeDir(dir: string): void {
-    mkdirSync(dir, { recursive: true });
-    // Only the accounts' own directories are remembered: one per account, never removed.
-    if (path.dirname(dir) === this.root) this.made.add(dir);
+    return target;
   }
 
   async remove(names: string[]): Promise<void> {
     await Promise.all(names.map((n) => rm(this.pathOf(n), { force: true })));
+  }
+
+  private pendingEntry(name: string): Pending {
+    this.pathOf(name); // refuses a name that escapes the store
+    return { name, path: path.join(this.pendingDir, `${encodeURIComponent(name)}~${randomBytes(6).toString('hex')}`) };
+  }
+
+  /** Moves a received temp file to pending/ as blob `name`, before its row's transaction. */
+  async stage(tmpPath: string, name: string): Promise<Pending> {
+    const p = this.pendingEntry(name);
+    await moveFile(tmpPath, p.path);
+    return p;
+  }
+
+  /** Writes blob `name` to pending/, before its row's transaction; no partial file on failure. */
+  async stageContent(name: string, content: string | Buffer): Promise<Pending> {
+    const p = this.pendingEntry(name);
+    try {
+      await writeFile(p.path, content);
+    } catch (err) {
+      await rm(p.path, { force: true });
+      throw err;
+    }
+    return p;
+  }
+
+  /** Puts staged blobs in their place, once their rows are committed. */
+  async place(staged: Pending[]): Promise<void> {
+    for (const p of staged) {
+      const target = this.pathOf(p.name);
+      mkdirSync(path.dirname(target), { recursive: true });
+      await rename(p.path, target).catch((err: NodeJS.ErrnoException) => { if (err.code !== 'ENOENT') throw err; });
+    }
+  }
+
+  /** Moves blobs out of their place to pending/, before their rows are deleted. */
+  async unplace(names: string[]): Promise<Pending[]> {
+    const out: Pending[] = [];
+    for (const name of names) {
+      const p = this.pendingEntry(name);
+      try {
+        await rename(this.pathOf(name), p.path);
+        out.push(p);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+    }
+    return out;
+  }
+
+  /** Removes staged blobs whose rows will not exist (refused, or deleted). */
+  async discard(staged: Pending[]): Promise<void> {
+    await Promise.all(staged.map((p) => rm(p.path, { force: true })));
+  }
+
+  /**
+   * Settles what waited in pending/ for longer than `graceMs` (its transaction is long over: a
+   * crash or a lost answer left it): placed when `exists` says its row is there, else removed.
+   * Returns how many entries were placed and removed.
+   */
+  async resolvePending(graceMs: number, exists: (names: string[]) => Promise<Set<string>>): Promise<{ placed: number; removed: number }> {
+    const cutoff = Date.now() - graceMs;
+    const stale: Pending[] = [];
+    for (const entry of await readdir(this.pendingDir).catch(() => [] as string[])) {
+      const cut = entry.lastIndexOf('~');
+      const p = path.join(this.pendingDir, entry);
+      const st = await stat(p).catch(() => undefined);
+      if (cut <= 0 || !st || st.ctimeMs >= cutoff) continue;
+      stale.push({ name: decodeURIComponent(entry.slice(0, cut)), path: p });
+    }
+    if (stale.length === 0) return { placed: 0, removed: 0 };
+    const rows = await exists([...new Set(stale.map((p) => p.name))]);
+    const keep = stale.filter((p) => rows.has(p.name));
+    await this.place(keep);
+    await this.discard(stale.filter((p) => !rows.has(p.name)));
+    return { placed: keep.length, removed: stale.length - keep.length };
+  }
+
+  /** True when blob `name` is in its place. */
+  async exists(name: string): Promise<boolean> {
+    return stat(this.pathOf(name)).then(() => true, () => false);
+  }
+
+  /** True when blob `name` waits in pending/ (to be placed, or resolved by the sweep). */
+  async isPending(name: string): Promise<boolean> {
+    const prefix = `${encodeURIComponent(name)}~`;
+    return (await readdir(this.pendingDir).catch(() => [] as string[])).some((e) => e.startsWith(prefix));
+  }
+}
+
+/** A rename, or a copy and remove across file systems (a temp dir elsewhere). */
+async function moveFile(from: string, to: string): Promise<void> {
+  try {
+    await rename(from, to);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+    await copyFile(from, to);
+    await rm(from, { force: true });
   }
 }

@@ -58,12 +58,28 @@ async function openEmbedded(opts: OpenDbOptions): Promise<Db> {
   };
 }
 
+/**
+ * While Postgres is away a request must fail fast (503 service_unavailable) and, once it is
+ * back, the next request must find it at once. The client's defaults do neither: a connection
+ * that failed is retried after a backoff that grows to 10–20 s (every query waits that long,
+ * then fails; the first ones after the restart still wait), and a connect to a host that does
+ * not answer waits 30 s. A DATABASE_URL that names these parameters keeps its own values.
+ */
+export const CONNECT_TIMEOUT_S = 5;
+/** Seconds before reconnecting after the n-th failure in a row: 50 ms doubling, at most 0.25 s. */
+export function reconnectDelay(failures: number): number {
+  return Math.min(0.05 * 2 ** Math.max(0, failures - 1), 0.25);
+}
+
 function connect(url: string, schema: string | undefined, max: number): Sql {
+  const given = new URL(url).searchParams;
   return postgres(url, {
     max,
     onnotice: () => {},
     connection: schema ? { search_path: safeIdent(schema) } : {},
     transform: { undefined: null },
+    ...(given.has('connect_timeout') ? {} : { connect_timeout: CONNECT_TIMEOUT_S }),
+    ...(given.has('backoff') ? {} : { backoff: reconnectDelay }),
   }) as unknown as Sql;
 }
 

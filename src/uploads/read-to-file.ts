@@ -6,7 +6,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { ApiError } from '../errors.js';
+import { ApiError, storageError } from '../errors.js';
 import type { Ctx } from '../server/respond.js';
 
 export interface WrittenFile {
@@ -21,7 +21,8 @@ const WRITE_BUFFER = 4 * 1024 * 1024;
 
 /**
  * Reads the body of `ctx` into `target`, refusing it past `limit` bytes with `tooLarge()` (also
- * up front, from Content-Length). Storage errors become 503 conversion_unavailable.
+ * up front, from Content-Length). Storage errors become 503 (storageError: service_unavailable
+ * when the disk is full).
  */
 export function readToFile(ctx: Ctx, target: string, limit: number, tooLarge: () => ApiError): Promise<WrittenFile> {
   const body = ctx.body;
@@ -46,7 +47,7 @@ export function readToFile(ctx: Ctx, target: string, limit: number, tooLarge: ()
     };
     ctx.cleanups.push(() => rm(target, { force: true }));
     ctx.cleanups.push(() => fail(new ApiError('invalid_request', 'The client went away.')));
-    out.on('error', (e) => fail(new ApiError('conversion_unavailable', `Storage failed while writing the part: ${e.message}`)));
+    out.on('error', (e) => fail(storageError(e, 'writing the part')));
     out.on('drain', () => {
       waitingForDrain = false;
       if (!settled) body.resume();

@@ -14,7 +14,7 @@
 import { copyFile, link, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ApiError } from '../errors.js';
+import { ApiError, storageError } from '../errors.js';
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
 import type { Principal } from '../server/auth.js';
@@ -94,7 +94,7 @@ async function stage(blobs: Blobs, origin: Origin, target: string): Promise<void
     // Swept between the check and the link: it expired.
     if (code === 'ENOENT') throw new ApiError('file_expired', 'The referenced file has expired.');
     if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EMLINK') {
-      throw new ApiError('conversion_unavailable', `Storage failed while staging a referenced file: ${(err as Error).message}`);
+      throw storageError(err, 'staging a referenced file');
     }
     await copyFile(from, target);
   }

@@ -8,9 +8,9 @@
 import { rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ApiError } from '../errors.js';
+import { ApiError, isDependencyDown, storageError } from '../errors.js';
 import type { Sql } from '../store/db.js';
-import type { Blobs } from '../store/blobs.js';
+import type { Blobs, Pending } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
 import type { Principal } from '../server/auth.js';
 import {
@@ -83,19 +83,26 @@ export class UploadService {
     return path.join(this.blobs.tmpDir, `part_${randomBytes(12).toString('hex')}`);
   }
 
-  /** Moves a received part into the store and swaps it in for any earlier copy. */
+  /** Keeps a received part (staged, recorded, placed) and swaps it in for any earlier copy. */
   async recordPart(p: Principal, u: UploadRow, number: number, file: { path: string; bytes: number; md5: string }) {
     const blob = `${u.account_id}/${u.id}.parts/${number}.${randomBytes(6).toString('hex')}`;
+    // Waits in pending/ until its row is committed (see store/blobs.ts).
+    let staged: Pending;
     try {
-      await this.blobs.adopt(file.path, blob);
+      staged = await this.blobs.stage(file.path, blob);
     } catch (err) {
-      throw new ApiError('conversion_unavailable', `Storage failed while keeping part ${number}: ${(err as Error).message}`);
+      throw storageError(err, `keeping part ${number}`);
     }
     const etag = quoteEtag(file.md5);
     const outcome = await recordPart(this.sql, p.accountId, u.id, { number, etag, bytes: file.bytes, blob })
-      .catch(async (err) => { await this.blobs.remove([blob]); throw err; });
+      .catch(async (err) => {
+        // A lost connection may have lost only the commit's answer: the pending sweep decides.
+        if (!isDependencyDown(err)) await this.blobs.discard([staged]);
+        throw err;
+      });
+    if (outcome.ok) await this.blobs.place([staged]);
     if (!outcome.ok) {
-      await this.blobs.remove([blob]);
+      await this.blobs.discard([staged]);
       if (outcome.why === 'gone') {
         throw (await wasExpired(this.sql, p.accountId, u.id)) ? expired(u.id) : new ApiError('not_found', `No upload ${u.id}.`);
       }
@@ -117,7 +124,7 @@ export class UploadService {
       throw new ApiError('upload_not_completed', `Upload ${id} is being completed by another request; GET it to see when it is done.`);
     }
     let assembled: string | undefined;
-    let kept: string | undefined;
+    let kept: Pending | undefined;
     try {
       const parts = await this.checkParts(p, u, named);
       assembled = path.join(this.blobs.tmpDir, `asm_${randomBytes(12).toString('hex')}`);
@@ -125,27 +132,25 @@ export class UploadService {
       try {
         size = await concatFiles(parts.map((x) => this.blobs.pathOf(x.blob)), assembled);
       } catch (err) {
-        throw new ApiError('conversion_unavailable', `Storage failed while assembling the upload: ${(err as Error).message}`);
+        throw storageError(err, 'assembling the upload');
       }
       if (size !== u.bytes) {
         throw new ApiError('conversion_unavailable', `The stored parts add up to ${size} bytes, not the ${u.bytes} recorded; send the parts again.`);
       }
       // Its own name per attempt: an attempt that lost its claim removes only what it wrote.
       const blob = `${u.account_id}/${u.id}.${randomBytes(6).toString('hex')}`;
-      await this.blobs.adopt(assembled, blob).catch((err: Error) => {
-        throw new ApiError('conversion_unavailable', `Storage failed while keeping the upload: ${err.message}`);
-      });
-      kept = blob;
+      kept = await this.blobs.stage(assembled, blob).catch((err: unknown) => { throw storageError(err, 'keeping the upload'); });
       const done = await markCompleted(this.sql, u.id, {
         blob, etag: multipartEtag(parts.map((x) => x.etag)), numbers: parts.map((x) => x.number), ttlMs: UPLOAD_TTL_MS,
       });
       if (!done) throw new ApiError('upload_not_completed', `Upload ${id} was taken over by another request; GET it to see its state.`);
+      await this.blobs.place([kept]);
       kept = undefined;
       await rm(this.blobs.pathOf(`${u.account_id}/${u.id}.parts`), { recursive: true, force: true }).catch(() => {});
       return uploadJson(done, parts);
     } catch (err) {
       if (assembled) await rm(assembled, { force: true });
-      if (kept) await this.blobs.remove([kept]).catch(() => {});
+      if (kept && !isDependencyDown(err)) await this.blobs.discard([kept]).catch(() => {});
       await releaseClaim(this.sql, u.id).catch(() => {});
       throw err;
     }

@@ -5,9 +5,11 @@
 // Safe in every process at once: each batch claims its rows with FOR UPDATE SKIP LOCKED inside
 // one transaction, so two sweepers never pick the same row, and the blobs are unlinked before
 // that transaction commits — a crash leaves the rows to sweep again, never orphaned blobs.
+// DATA_DIR/tmp is swept too: entries untouched for an hour were left by a process that died.
 // Never swept: stored conversions (store: true has no expires_at), conversions still queued
 // or running (a job may be reading their sources), and an upload some request is assembling.
-import { rm } from 'node:fs/promises';
+import { lstat, readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
 import type { Logger } from '../log.js';
@@ -16,7 +18,14 @@ export interface SweepCounts {
   conversions: number;
   files: number;
   uploads: number;
+  /** Entries of DATA_DIR/tmp left behind (a process killed mid-request or mid-conversion). */
+  temp: number;
 }
+
+/** A temp entry untouched this long belongs to no live request or conversion: a request body is
+ *  written to at least every idle timeout (10 s), and staged files are adopted or removed when
+ *  their request ends; a conversion's scratch directory lives at most its task time limit. */
+export const TEMP_MAX_AGE_MS = 60 * 60 * 1000;
 
 export interface SweeperOptions {
   /** Seconds between sweeps; 0 disables the timer (sweepOnce still works). */
@@ -57,7 +66,7 @@ export class Sweeper {
 
   /** Sweeps everything expired now, batch by batch. */
   async sweepOnce(): Promise<SweepCounts> {
-    const total: SweepCounts = { conversions: 0, files: 0, uploads: 0 };
+    const total: SweepCounts = { conversions: 0, files: 0, uploads: 0, temp: 0 };
     for (;;) {
       const c = await this.conversionsBatch();
       total.conversions += c.conversions;
@@ -70,7 +79,8 @@ export class Sweeper {
       if (n < this.batch || this.stopped) break;
     }
     await this.sql`delete from expired_refs where expired_at < now() - ${TOMBSTONE_DAYS} * interval '1 day'`;
-    if (total.conversions || total.uploads) this.log.info(total, 'retention sweep');
+    total.temp = await this.tempBatch();
+    if (total.conversions || total.uploads || total.temp) this.log.info(total, 'retention sweep');
     return total;
   }
 
@@ -91,6 +101,21 @@ export class Sweeper {
       await this.blobs.remove(files.filter((f) => f.blob).map((f) => f.blob as string));
       return { conversions: ids.length, files: files.length };
     });
+  }
+
+  /** Removes what a killed process left in DATA_DIR/tmp (every process shares it: only entries
+   *  older than TEMP_MAX_AGE_MS, which no live process still uses). */
+  private async tempBatch(): Promise<number> {
+    const cutoff = Date.now() - TEMP_MAX_AGE_MS;
+    let removed = 0;
+    for (const name of await readdir(this.blobs.tmpDir).catch(() => [] as string[])) {
+      const p = path.join(this.blobs.tmpDir, name);
+      const st = await lstat(p).catch(() => undefined);
+      if (!st || st.mtimeMs >= cutoff) continue;
+      await rm(p, { recursive: true, force: true });
+      removed++;
+    }
+    return removed;
   }
 
   private async uploadsBatch(): Promise<number> {

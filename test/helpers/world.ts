@@ -38,6 +38,9 @@ export interface WorldOptions {
   /** Credits granted to the main account (default DEFAULT_CREDITS). */
   credits?: number;
   plan?: Plan;
+  /** Postgres mode: the server reaches this world's schema through this URL (a cuttable relay,
+   *  say), while `db` — what the test itself queries — stays connected directly. */
+  appDatabaseUrl?: string;
 }
 
 export interface World {
@@ -68,8 +71,12 @@ export async function startWorld(mode: Mode, env: Record<string, string> = {}, o
     : await openDb({ dataDir });
   const redisPrefix = opts.redis ? `test:world:${randomBytes(6).toString('hex')}:` : undefined;
   const redisEnv: Record<string, string> = redisPrefix ? { REDIS_URL, REDIS_PREFIX: redisPrefix } : {};
+  // The server's own connection pool when it must go another way than the test's.
+  const appDb = mode === 'postgres' && opts.appDatabaseUrl
+    ? await openDb({ databaseUrl: opts.appDatabaseUrl, dataDir, schema, max: 4 })
+    : db;
   const config = { ...loadConfig({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_S: '2', POOL_THREADS: '1', SYNC_WAIT_DEFAULT_S: '60', ...redisEnv, ...env }) };
-  const app = await startApp(config, { db, log: createLogger('silent'), executor: opts.executor ?? (opts.pool ? undefined
+  const app = await startApp(config, { db: appDb, log: createLogger('silent'), executor: opts.executor ?? (opts.pool ? undefined
     : new InlineExecutor({ tmpDir: path.join(dataDir, 'tmp'), allowPrivateNetwork: config.allowPrivateNetwork })) });
   const url = `http://127.0.0.1:${app.port}`;
 
@@ -110,6 +117,7 @@ export async function startWorld(mode: Mode, env: Record<string, string> = {}, o
         await deletePrefix(redis, redisPrefix);
         await redis.quit();
       }
+      if (appDb !== db) await appDb.close();
       await db.close();
       if (mode === 'postgres') {
         const sql = postgres(PG_URL, { max: 1, onnotice: () => {} });

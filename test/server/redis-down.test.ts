@@ -1,27 +1,10 @@
 import t from 'tap';
-import net from 'node:net';
 import { startWorld } from '../helpers/world.js';
-
-/** A TCP relay to the real Redis that the test can cut, as if Redis went away. */
-async function relay(): Promise<{ port: number; cut: () => Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(6379, '127.0.0.1');
-    sockets.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
-    const end = () => { client.destroy(); upstream.destroy(); };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    cut: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
-  };
-}
+import { startRelay } from '../helpers/relay.js';
 
 t.test('with Redis unreachable, credit-spending requests answer 503 service_unavailable, retryable', async (t) => {
-  const r = await relay();
+  const r = await startRelay(6379);
+  t.teardown(() => r.close());
   const w = await startWorld('postgres', { REDIS_URL: `redis://127.0.0.1:${r.port}`, REDIS_PREFIX: `test:down:${r.port}:` });
   t.teardown(() => w.close());
   t.equal((await w.req('POST', '/v1/convert/text', { json: { text: 'with the gate' } })).status, 200, 'works while Redis answers');

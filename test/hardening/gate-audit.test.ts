@@ -1,0 +1,115 @@
+// The gate audit (src/billing/audit.ts) on both gates: each way the gate's copy can fall out of
+// line with the ledger when a step of "ledger first, then tell the gate" is lost, put in place by
+// hand, and mended by audit passes — while a reservation in flight (in the gate, its row not yet
+// committed) is left alone until it has been out of line past the grace period. And a delete:
+// its release is written with the delete, and a gate that did not hear of it is mended.
+import t from 'tap';
+import { HeldExecutor, startWorld, type World } from '../helpers/world.js';
+import { GateAudit } from '../../src/billing/audit.js';
+import { readLedger, recordReservation } from '../../src/billing/ledger.js';
+import { reserveWithRebuild } from '../../src/billing/gate.js';
+import { newId } from '../../src/store/ids.js';
+import type { Sql } from '../../src/store/db.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function reserveInGate(w: World, accountId: string, credits: number): Promise<string> {
+  const conversionId = newId('conv');
+  const r = await reserveWithRebuild(w.app.deps.gate, { accountId, conversionId, credits, concurrencyLimit: 100 }, w.app.deps.ledger.readLedger);
+  if (r.kind !== 'reserved') throw new Error(`reserve answered ${r.kind}`);
+  return conversionId;
+}
+
+async function ledgerRows(sql: Sql, accountId: string, conversionId: string, rows: Array<[string, number]>): Promise<void> {
+  for (const [kind, amount] of rows) {
+    await sql`insert into ledger (account_id, conversion_id, kind, amount) values (${accountId}, ${conversionId}, ${kind}, ${amount})`;
+  }
+}
+
+for (const gateKind of ['redis', 'local'] as const) {
+  t.test(`the audit mends the ${gateKind} gate from the ledger`, async (t) => {
+    const w = await startWorld('postgres', {}, { redis: gateKind === 'redis' });
+    t.teardown(() => w.close());
+    const gate = w.app.deps.gate;
+    const sql = w.db.sql;
+    const { accountId } = await w.newKey({ credits: 1000 });
+    const audit = new GateAudit(sql, gate, 300);
+    const inLine = async (): Promise<void> => {
+      t.equal(await gate.balance(accountId), (await readLedger(sql, accountId)).balance, 'the gate\'s balance is the ledger\'s');
+      const open = (await readLedger(sql, accountId)).reservations.map((r) => r.conversionId).sort();
+      t.same([...(await gate.held(accountId))!.keys()].sort(), open, 'the gate holds the ledger\'s open reservations');
+    };
+
+    await t.test('a settle the gate was not told is settled in the gate at once', async (t) => {
+      const conv = await reserveInGate(w, accountId, 40);
+      await ledgerRows(sql, accountId, conv, [['reserve', -40], ['release', 40], ['charge', -25]]);
+      const c = await audit.account(accountId);
+      t.equal(c.settled, 1);
+      await inLine();
+      t.equal(await gate.balance(accountId), 975, 'charged 25 of the 40 reserved');
+    });
+
+    await t.test('a reservation with no ledger row is released once past the grace period, not before', async (t) => {
+      const conv = await reserveInGate(w, accountId, 30);
+      t.equal((await audit.account(accountId)).released, 0, 'first seen: maybe a submit in flight');
+      t.ok((await gate.held(accountId))!.has(conv), 'still held');
+      await sleep(350);
+      t.equal((await audit.account(accountId)).released, 1, 'still out of line past the grace period: released');
+      await inLine();
+    });
+
+    await t.test('a submit that commits within the grace period is left alone', async (t) => {
+      const conv = await reserveInGate(w, accountId, 10);
+      await audit.account(accountId);
+      await recordReservation(sql, accountId, conv, 10);
+      await sleep(350);
+      const c = await audit.account(accountId);
+      t.same({ released: c.released, adopted: c.adopted, settled: c.settled }, { released: 0, adopted: 0, settled: 0 });
+      await inLine();
+      await w.app.deps.ledger.settle(accountId, conv, 10);
+    });
+
+    await t.test('an open ledger reservation the gate lost is adopted once past the grace period', async (t) => {
+      // A rebuild that read the ledger just before this reservation's row committed.
+      const conv = newId('conv');
+      await sql`insert into conversions (id, account_id, name, operation, status, created_at)
+                values (${conv}, ${accountId}, 'pdf', 'parse', 'running', now())`;
+      await ledgerRows(sql, accountId, conv, [['reserve', -50]]);
+      await gate.release(accountId, conv); // not held: nothing changes, as after such a rebuild
+      const before = await gate.balance(accountId);
+      t.equal((await audit.account(accountId)).adopted, 0, 'first seen: not yet');
+      await sleep(350);
+      t.equal((await audit.account(accountId)).adopted, 1, 'adopted');
+      t.equal(await gate.balance(accountId), before! - 50, 'its credits are held again');
+      await inLine();
+      await w.app.deps.ledger.settle(accountId, conv, 0);
+      await inLine();
+    });
+
+    await t.test('an account the gate does not hold is left to the next rebuild', async (t) => {
+      await gate.forget(accountId);
+      t.same(await audit.account(accountId), { settled: 0, released: 0, adopted: 0, outOfLine: 0 });
+      t.equal(await gate.held(accountId), null);
+    });
+  });
+}
+
+t.test('a delete releases its reservation in the ledger with the rows; a gate that missed it is mended', async (t) => {
+  const held = new HeldExecutor();
+  held.hold();
+  const w = await startWorld('postgres', {}, { executor: held });
+  t.teardown(async () => { held.release(); await w.close(); await held.close(); });
+  const res = await w.req('POST', '/v1/convert/html', { json: { html: '<p>deleted while running</p>' }, headers: { prefer: 'respond-async' } });
+  const { id } = await res.json() as { id: string };
+  const ledger = w.app.deps.ledger;
+  const tell = ledger.tell.bind(ledger);
+  ledger.tell = async () => { throw Object.assign(new Error('Connection is closed.'), { name: 'Error' }); };
+  t.equal((await w.req('DELETE', `/v1/conversions/${id}`)).status, 200, 'the delete happened, so it answers 200 though the gate did not hear');
+  ledger.tell = tell;
+  const rows = await w.db.sql`select kind from ledger where conversion_id = ${id} order by id`;
+  t.same(rows.map((r) => r.kind), ['reserve', 'release'], 'released (not charged) in the delete\'s transaction');
+  t.equal(await w.app.deps.gate.running(w.accountId), 1, 'the gate still holds it');
+  t.equal((await w.app.deps.conversions.audit.run()).settled, 1, 'the audit settles it in the gate');
+  t.equal(await w.app.deps.gate.running(w.accountId), 0);
+  t.equal(await w.app.deps.gate.balance(w.accountId), (await readLedger(w.db.sql, w.accountId)).balance, 'balance as the ledger says');
+});

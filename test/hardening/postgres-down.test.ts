@@ -1,0 +1,205 @@
+// Postgres restarted under load: the server reaches its database through a relay the test cuts
+// (live connections killed, new ones refused) for a few seconds, while workers submit a mix of
+// cheap renders, small paid conversions and real documents on the worker pool, some with
+// Prefer: respond-async. While it is down every request must answer 503 service_unavailable
+// (retryable) within a bounded time, never a 500 and never hang; the process must survive; once
+// it is back, every conversion that was answered 200/202 must end terminal, and the credits
+// must add up: every reservation settled exactly once, the ledger sum = granted − charged, the
+// gate's copy = the ledger.
+import t from 'tap';
+import type { Test } from 'tap';
+import { readFileSync, rmSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+// Leases short enough that a job whose completion was lost is taken over within the test; the
+// job queue reads this once, when it is first imported.
+process.env.JOB_LEASE_S = '3';
+const { startWorld, HeldExecutor } = await import('../helpers/world.js');
+const { startRelay } = await import('../helpers/relay.js');
+const { startLoad, acceptedIds, awaitTerminal } = await import('../../bench/chaos/load.js');
+const { checkInvariants } = await import('../../bench/chaos/invariants.js');
+const { buildReport } = await import('../fixtures/build/docx.js');
+const { buildReportPdf } = await import('../fixtures/build/pdf.js');
+const { PG_URL } = await import('../helpers/world.js');
+type World = Awaited<ReturnType<typeof startWorld>>;
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+t.test('Postgres restarted under load: 503 while down, every accepted conversion ends, credits add up', async (t) => {
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'docpipe-pgdown-'));
+  const relay = await startRelay(Number(new URL(PG_URL).port || 5432));
+  const appUrl = new URL(PG_URL);
+  appUrl.port = String(relay.port);
+  const w = await startWorld('postgres', { PLAN_OVERRIDES: JSON.stringify({ max: { concurrency: 1000 } }) },
+    { pool: true, plan: 'max', appDatabaseUrl: appUrl.toString() });
+  t.teardown(async () => { await relay.restore(); await w.close(); await relay.close(); rmSync(scratch, { recursive: true, force: true }); });
+  const second = await w.newKey({ plan: 'max' });
+  const accounts = [{ accountId: w.accountId, key: w.key }, second];
+  const docx = readFileSync(await buildReport(scratch));
+  const pdf = readFileSync(await buildReportPdf(scratch));
+  t.ok(relay.connections > 0, 'the server talks to Postgres through the relay');
+
+  const load = startLoad({
+    origins: () => [w.url], accounts, workers: 10, timeoutMs: 20_000, waitS: 10, seed: 11,
+    docs: [
+      { endpoint: 'word', name: 'report.docx', type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', data: docx },
+      { endpoint: 'pdf', name: 'report.pdf', type: 'application/pdf', data: pdf },
+    ],
+    mix: { markdown: 4, html: 3, text: 1, document: 1, async: 1, idempotent: 1 },
+  });
+  await sleep(2_500);
+  const cutAt = Date.now();
+  await relay.cut();
+  await sleep(4_000);
+  const restoredAt = Date.now();
+  await relay.restore();
+  await sleep(3_000);
+  await load.stop();
+  const sent = load.sent;
+
+  await t.test('no request hangs, none answers 500', async (t) => {
+    const hung = sent.filter((r) => r.status === -1);
+    t.same(hung.map((r) => `${r.op} ${r.ms} ms`), [], 'every request answered inside the client timeout');
+    const odd = sent.filter((r) => ![200, 202, 503].includes(r.status));
+    t.same(odd.map((r) => `${r.op} → ${r.status} ${r.error ?? ''}`), [], 'only 200, 202 and 503');
+  });
+
+  await t.test('while Postgres is down, requests answer 503 service_unavailable, retryable, quickly', async (t) => {
+    const during = sent.filter((r) => r.startedAt >= cutAt + 200 && r.startedAt + r.ms <= restoredAt);
+    t.ok(during.length >= 10, `${during.length} requests were sent and answered during the outage`);
+    for (const r of during) {
+      if (r.status !== 503 || r.error !== 'service_unavailable' || r.retryable !== true) {
+        t.fail(`${r.op} during the outage answered ${r.status} ${r.error ?? ''} retryable=${r.retryable}`);
+      }
+    }
+    const slowest = Math.max(...during.map((r) => r.ms));
+    t.ok(slowest < 3_000, `the slowest refusal took ${slowest} ms`);
+    const refused = sent.filter((r) => r.status === 503);
+    t.ok(refused.every((r) => r.error === 'service_unavailable' && r.retryable === true), 'every 503 is service_unavailable, retryable');
+  });
+
+  await t.test('the process survives and is ready again', async (t) => {
+    t.equal((await fetch(`${w.url}/healthz`)).status, 200);
+    let ready = 0;
+    for (let i = 0; i < 50 && ready !== 200; i++) {
+      ready = (await fetch(`${w.url}/readyz`)).status;
+      if (ready !== 200) await sleep(100);
+    }
+    t.equal(ready, 200, 'readyz answers 200 once Postgres is back');
+    const after = sent.filter((r) => r.startedAt > restoredAt + 1_000);
+    t.ok(after.some((r) => r.status === 200), 'requests succeed again after the restore');
+  });
+
+  await t.test('every conversion answered 200/202 reaches a terminal status', async (t) => {
+    const { live, deleteSent } = acceptedIds(sent);
+    t.ok(live.size > 20, `${live.size} conversions were accepted`);
+    t.ok(sent.some((r) => r.status === 202), 'some were accepted asynchronously');
+    const left = await awaitTerminal(() => w.url, accounts, live, deleteSent, 60_000);
+    t.same(left, [], 'none is left queued or running');
+  });
+
+  await t.test('credits add up: each reservation settled once, ledger = granted − charged = the gate', async (t) => {
+    // Settles lost in the outage are redone by the settle sweep (every 10 s, for conversions
+    // finished over 5 s ago): give it the time of two sweeps.
+    let checks = await checkInvariants({ sql: w.db.sql, accountIds: accounts.map((a) => a.accountId), sent, gate: w.app.deps.gate });
+    for (let i = 0; i < 50 && checks.some((c) => c.violations > 0); i++) {
+      await sleep(500);
+      checks = await checkInvariants({ sql: w.db.sql, accountIds: accounts.map((a) => a.accountId), sent, gate: w.app.deps.gate });
+    }
+    for (const c of checks) t.equal(c.violations, 0, `${c.name} (${c.checked} checked) ${c.examples.join('; ')}`);
+    const [paid] = await w.db.sql`select count(*)::int as n from ledger where kind = 'charge'`;
+    t.ok(paid!.n > 0, `${paid!.n} conversions were charged`);
+  });
+});
+
+/** A world whose server reaches Postgres through a relay, with its conversions held in the executor. */
+async function heldWorld(t: Test) {
+  const relay = await startRelay(Number(new URL(PG_URL).port || 5432));
+  const appUrl = new URL(PG_URL);
+  appUrl.port = String(relay.port);
+  const held = new HeldExecutor();
+  const w = await startWorld('postgres', {}, { executor: held, appDatabaseUrl: appUrl.toString() });
+  t.teardown(async () => { held.release(); await relay.restore(); await w.close(); await held.close(); await relay.close(); });
+  return { relay, held, w };
+}
+
+/** Submits HTML with respond-async while the executor holds it; resolves once the job runs. */
+async function submitHeld(w: World, held: InstanceType<typeof HeldExecutor>): Promise<string> {
+  held.hold();
+  const res = await w.req('POST', '/v1/convert/html', { json: { html: '<h1>Held</h1><p>Kept in the executor.</p>' }, headers: { prefer: 'respond-async' } });
+  if (res.status !== 202) throw new Error(`submit answered ${res.status}: ${await res.text()}`);
+  const { id } = await res.json() as { id: string };
+  for (let i = 0; i < 100 && held.waitingTasks === 0; i++) await sleep(50);
+  if (held.waitingTasks !== 1) throw new Error('the job did not start');
+  return id;
+}
+
+async function untilTerminal(w: World, id: string, ms: number): Promise<{ status: string; files: Array<{ role: string; status: string; error: unknown }> }> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const c = await (await w.req('GET', `/v1/conversions/${id}`)).json() as { status: string; files: Array<{ role: string; status: string; error: unknown }> };
+    if (['completed', 'completed_with_errors', 'failed'].includes(c.status) || Date.now() > until) return c;
+    await sleep(100);
+  }
+}
+
+t.test('a job whose outcome cannot be recorded during a short outage records it when the database is back, in the same attempt', async (t) => {
+  const { relay, held, w } = await heldWorld(t);
+  const id = await submitHeld(w, held);
+  await relay.cut();
+  held.release(); // converts now; recording the outcome fails while the relay is cut
+  await sleep(1_500);
+  await relay.restore();
+  const c = await untilTerminal(w, id, 15_000);
+  t.equal(c.status, 'completed', 'the conversion completed');
+  const [job] = await w.db.sql`select status, attempts from jobs where conversion_id = ${id}`;
+  t.same({ status: job!.status, attempts: job!.attempts }, { status: 'done', attempts: 1 }, 'recorded by the first attempt, not converted again');
+  const charges = await w.db.sql`select amount from ledger where conversion_id = ${id} and kind = 'charge'`;
+  t.equal(charges.length, 1, 'charged once');
+});
+
+t.test('a job whose outcome cannot be recorded within its lease is run again once the database is back, not failed', async (t) => {
+  const { relay, held, w } = await heldWorld(t);
+  const id = await submitHeld(w, held);
+  await relay.cut();
+  held.release();
+  await sleep(5_000); // past the 3 s lease: the first run gives up recording
+  await relay.restore();
+  const c = await untilTerminal(w, id, 20_000);
+  t.equal(c.status, 'completed', 'the conversion completed');
+  t.same(c.files.filter((f) => f.role === 'source').map((f) => f.error), [null], 'the outage was not recorded as a failure of the document');
+  const [job] = await w.db.sql`select status, attempts from jobs where conversion_id = ${id}`;
+  t.equal(job!.status, 'done');
+  t.ok(job!.attempts >= 2, `run again (${job!.attempts} attempts)`);
+  const rows = await w.db.sql`select kind from ledger where conversion_id = ${id} order by id`;
+  t.same(rows.map((r) => r.kind), ['reserve', 'release', 'charge'], 'settled once');
+});
+
+t.test('a settle lost to an outage is redone by the settle sweep', async (t) => {
+  const { held, w } = await heldWorld(t);
+  // The settle right after the conversion finishes fails as if Postgres went away at that moment.
+  const ledger = w.app.deps.ledger;
+  const settle = ledger.settle.bind(ledger);
+  let lost = 0;
+  ledger.settle = async (...args: Parameters<typeof settle>) => {
+    if (lost++ === 0) throw Object.assign(new Error('write CONNECTION_CLOSED 127.0.0.1:5432'), { code: 'CONNECTION_CLOSED' });
+    return settle(...args);
+  };
+  const before = await ledger.balance(w.accountId);
+  const id = await submitHeld(w, held);
+  held.release();
+  t.equal((await untilTerminal(w, id, 10_000)).status, 'completed');
+  const open = await w.db.sql`select kind from ledger where conversion_id = ${id}`;
+  t.same(open.map((r) => r.kind), ['reserve'], 'the settle was lost: the reservation is still open');
+  // The sweep runs every 10 s and takes conversions finished over 5 s ago.
+  let kinds: string[] = [];
+  for (let i = 0; i < 80 && kinds.length < 3; i++) {
+    await sleep(250);
+    kinds = (await w.db.sql`select kind from ledger where conversion_id = ${id} order by id`).map((r) => r.kind as string);
+  }
+  t.same(kinds, ['reserve', 'release', 'charge'], 'the sweep settled it: released and charged once');
+  const [charge] = await w.db.sql`select -amount as n from ledger where conversion_id = ${id} and kind = 'charge'`;
+  t.equal(await ledger.balance(w.accountId), before - Number(charge!.n), 'the gate\'s balance moved by the charge only');
+  t.equal(await w.app.deps.gate.running(w.accountId), 0, 'the gate holds no reservation');
+});
