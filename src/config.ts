@@ -32,6 +32,8 @@ export interface Config {
   taskTimeoutS: number;
   /** Heap limit of each worker thread (WORKER_HEAP_MB). */
   workerHeapMb: number;
+  /** Nice increment of the converter threads (WORKER_NICE, 0–19, default 10). */
+  workerNice: number;
   /** On SIGTERM, how long running jobs may finish before they are handed back (SHUTDOWN_GRACE_S). */
   shutdownGraceS: number;
   /** Multiplies every webhook retry delay (WEBHOOK_TIME_SCALE, default 1; tests use 0.001). */
@@ -47,6 +49,11 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return n;
+}
+
+function atMost(max: number, name: string, n: number): number {
+  if (n > max) throw new Error(`${name} must be at most ${max}, got ${n}`);
   return n;
 }
 
@@ -73,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sweepIntervalS: int(env, 'SWEEP_INTERVAL_S', 60),
     taskTimeoutS: int(env, 'TASK_TIMEOUT_S', 120),
     workerHeapMb: int(env, 'WORKER_HEAP_MB', 1024),
+    workerNice: atMost(19, 'WORKER_NICE', int(env, 'WORKER_NICE', 10)),
     shutdownGraceS: int(env, 'SHUTDOWN_GRACE_S', 25),
     webhookTimeScale: positive(env, 'WEBHOOK_TIME_SCALE', 1),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000),

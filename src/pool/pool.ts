@@ -22,6 +22,8 @@ export interface PoolOptions {
   /** Each thread's V8 old-generation heap limit; default 1024 MB. Buffers and WASM memory
    *  live outside it. */
   heapMb?: number;
+  /** Nice increment of the converter threads over the process (Linux; 0 = none; default 10). */
+  nice?: number;
   /** Queue length at which `saturated()` turns true; default threads × 4. */
   highWaterMark?: number;
   /** TEST ONLY: honour `testModule` in tasks (see worker.ts). */
@@ -67,7 +69,7 @@ export class PoolExecutor implements Executor {
       // tesseract worker's messages); the saving is nothing next to a conversion.
       atomics: 'disabled',
       resourceLimits: { maxOldGenerationSizeMb: this.heapMb },
-      workerData: { allowTestModules: this.allowTestModules },
+      workerData: { allowTestModules: this.allowTestModules, nice: opts.nice },
     });
     // Without a listener piscina's 'error' event would take the process down.
     this.pool.on('error', opts.onError ?? ((err: Error) => console.error('docpipe pool:', err)));

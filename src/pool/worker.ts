@@ -57,10 +57,17 @@ export type TestRunner = (task: Task, ctx: { signal: AbortSignal; progress(done:
  */
 export const WORKER_NICE_INCREMENT = 10;
 
+/** The pool's `nice` option (config WORKER_NICE; 0 keeps the threads at the process's priority). */
+function niceIncrement(): number {
+  const n = (workerData as { nice?: number } | undefined)?.nice;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 19 ? n : WORKER_NICE_INCREMENT;
+}
+
 function yieldToEventLoop(): void {
   try {
     const tid = Number(path.basename(readlinkSync('/proc/thread-self')));
-    if (Number.isSafeInteger(tid) && tid > 0) setPriority(tid, Math.min(19, niceOfProcess() + WORKER_NICE_INCREMENT));
+    const increment = niceIncrement();
+    if (increment > 0 && Number.isSafeInteger(tid) && tid > 0) setPriority(tid, Math.min(19, niceOfProcess() + increment));
   } catch {
     // not Linux, or not allowed: the thread runs at the process's priority
   }

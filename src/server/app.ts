@@ -70,7 +70,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const settings = { tmpDir: blobs.tmpDir, allowPrivateNetwork: config.allowPrivateNetwork, ai: config.ai };
   // Documents are converted on the pool's threads; the event loop never parses one.
   const baseExecutor = opts.executor ?? new PoolExecutor(settings, {
-    threads: config.poolThreads, taskTimeoutMs: config.taskTimeoutS * 1000, heapMb: config.workerHeapMb,
+    threads: config.poolThreads, taskTimeoutMs: config.taskTimeoutS * 1000, heapMb: config.workerHeapMb, nice: config.workerNice,
     onError: (err) => log.error({ err }, 'worker pool'),
   });
 

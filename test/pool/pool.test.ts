@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { ApiError } from '../../src/errors.js';
 import { PoolExecutor, type PoolTask } from '../../src/pool/pool.js';
 import { WORKER_NICE_INCREMENT } from '../../src/pool/worker.js';
+import { loadConfig } from '../../src/config.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -193,4 +194,19 @@ t.test('converter threads run below the event loop: nice raised by 10 on Linux, 
   t.equal(thread, Math.min(19, main + WORKER_NICE_INCREMENT), `the converter thread runs at nice ${thread}`);
   t.equal(main, os.getPriority(process.pid), 'the main thread keeps the process priority');
   t.ok(thread > main || main === 19, 'the converter thread yields to the main thread');
+});
+
+t.test('WORKER_NICE=0 keeps converter threads at the process priority; the setting is checked at start', async (t) => {
+  t.throws(() => loadConfig({ WORKER_NICE: '20' }), /WORKER_NICE must be at most 19/);
+  t.throws(() => loadConfig({ WORKER_NICE: '-1' }), /WORKER_NICE must be a non-negative integer/);
+  t.equal(loadConfig({}).workerNice, WORKER_NICE_INCREMENT);
+  if (process.platform !== 'linux') {
+    t.comment('per-thread nice values are a Linux feature');
+    return;
+  }
+  const flat = new PoolExecutor(settings, { threads: 1, taskTimeoutMs: 5000, allowTestModules: true, nice: 0 });
+  t.teardown(() => flat.close());
+  const r = await flat.run(stub('nice'), live());
+  const { thread, main } = JSON.parse(r.outputs[0]!.content) as { thread: number; main: number };
+  t.equal(thread, main, `the thread runs at the main thread's nice (${main})`);
 });
