@@ -129,7 +129,9 @@ export class Blobs {
    * Returns how many entries were placed and removed.
    */
   async resolvePending(graceMs: number, exists: (names: string[]) => Promise<Set<string>>): Promise<{ placed: number; removed: number }> {
-    const cutoff = Date.now() - graceMs;
+    // A grace of 0 means every entry, now: a file made in this very millisecond (its ctime a
+    // fraction past Date.now()) must not slip through as "too young".
+    const cutoff = graceMs <= 0 ? Infinity : Date.now() - graceMs;
     const stale: Pending[] = [];
     for (const entry of await readdir(this.pendingDir).catch(() => [] as string[])) {
       const cut = entry.lastIndexOf('~');
