@@ -65,7 +65,7 @@ export interface Load {
 }
 
 /** A small seeded generator, so a run's sequence of operations can be replayed. */
-function rng(seed: number): () => number {
+export function rng(seed: number): () => number {
   let s = seed >>> 0 || 1;
   return () => {
     s ^= s << 13; s >>>= 0;

@@ -16,7 +16,7 @@ import { buildReport } from '../../test/fixtures/build/docx.js';
 import { buildReportPdf, buildScanPdf } from '../../test/fixtures/build/pdf.js';
 import { DATABASE_URL, freePort, spawnDocpipe, type Spawned } from '../docpipe.js';
 import { startPrivateRedis } from './redis.js';
-import { acceptedIds, awaitTerminal, startLoad, type Doc, type Sent } from './load.js';
+import { acceptedIds, awaitTerminal, rng, startLoad, type Doc, type Sent } from './load.js';
 import { checkInvariants, table, type Check } from './invariants.js';
 
 export interface ChaosOptions {
@@ -51,15 +51,6 @@ const AUDIT_GRACE_S = 5;
 const SWEEP_S = 10;
 const PENDING_GRACE_S = 30;
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13; s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
-    return s / 2 ** 32;
-  };
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
