@@ -5,6 +5,8 @@ import { Pool } from 'undici';
 import { runAll } from './load.js';
 import { convert, fileBody, type Body, type Outcome } from './client.js';
 import type { CorpusFile } from './corpus.js';
+import { POOL_THREADS } from './docpipe.js';
+import type { Ctx } from './types.js';
 
 export interface ApiResult {
   rate: number;
@@ -46,4 +48,19 @@ export async function apiThroughput(origin: string, key: string, endpoint: strin
   }
   r.rate = r.units / r.seconds;
   return r;
+}
+
+/** Documents per second through a fresh docpipe process (started and stopped here), each
+ *  document counting 1, at twice the pool's threads in flight. */
+export async function docpipeDocuments(ctx: Ctx, label: string, endpoint: string, files: readonly CorpusFile[],
+  minSeconds: number): Promise<ApiResult> {
+  const inst = await ctx.bench.start();
+  try {
+    ctx.log(`${label}: docpipe`);
+    return await apiThroughput(inst.origin, ctx.bench.key, endpoint, files, {
+      concurrency: POOL_THREADS * 2, minSeconds, unit: () => 1, warmup: ctx.quick ? 0 : POOL_THREADS * 2,
+    });
+  } finally {
+    await inst.stop();
+  }
 }

@@ -1,8 +1,8 @@
 // Starts one of scenario A's bare baseline servers as its own process and stops it.
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../docpipe.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -12,16 +12,6 @@ export interface BareServer {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startBare(kind: 'uws' | 'http', responseFile: string): Promise<BareServer> {
   const port = await freePort();

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { pooled, runCommandBaseline, spread } from '../baselines/commands.js';
 import { runTesseractJs } from '../baselines/tesseract-js.js';
 import { scanImages } from '../corpus.js';
-import { apiThroughput } from '../throughput.js';
+import { docpipeDocuments } from '../throughput.js';
 import { POOL_THREADS } from '../docpipe.js';
 import { infoRow, notes, ratioRow, type Scenario } from '../types.js';
 
@@ -25,16 +25,7 @@ export const ocr: Scenario = {
       native = await runCommandBaseline(files, (f) => ['tesseract', [f.path, '-', '--psm', '3']],
         { minSeconds, unit: () => 1, env: { ...process.env, OMP_THREAD_LIMIT: '1' }, warmup: !ctx.quick });
     }
-    const inst = await ctx.bench.start();
-    let api;
-    try {
-      ctx.log('C: docpipe');
-      api = await apiThroughput(inst.origin, ctx.bench.key, 'image', files, {
-        concurrency: POOL_THREADS * 2, minSeconds, unit: () => 1, warmup: ctx.quick ? 0 : POOL_THREADS * 2,
-      });
-    } finally {
-      await inst.stop();
-    }
+    const api = await docpipeDocuments(ctx, 'C', 'image', files, minSeconds);
     // tesseract.js again after docpipe (not in --quick), pooled with the first run
     if (!ctx.quick) ctx.log(`C: tesseract.js ×${POOL_THREADS} directly, again`);
     const tjs = pooled(tjsBefore, ctx.quick ? null : await runTesseractJs(files, POOL_THREADS, minSeconds));

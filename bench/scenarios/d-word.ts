@@ -4,8 +4,7 @@
 import path from 'node:path';
 import { pooled, runCommandBaseline, spread } from '../baselines/commands.js';
 import { wordFiles } from '../corpus.js';
-import { apiThroughput } from '../throughput.js';
-import { POOL_THREADS } from '../docpipe.js';
+import { docpipeDocuments } from '../throughput.js';
 import { notes, ratioRow, type Scenario } from '../types.js';
 
 export const word: Scenario = {
@@ -21,16 +20,7 @@ export const word: Scenario = {
         { minSeconds, unit: () => 1, warmup: !ctx.quick });
     };
     const before = ctx.tools.pandoc ? await runPandoc() : null;
-    const inst = await ctx.bench.start();
-    let api;
-    try {
-      ctx.log('D: docpipe');
-      api = await apiThroughput(inst.origin, ctx.bench.key, 'word', files, {
-        concurrency: POOL_THREADS * 2, minSeconds, unit: () => 1, warmup: ctx.quick ? 0 : POOL_THREADS * 2,
-      });
-    } finally {
-      await inst.stop();
-    }
+    const api = await docpipeDocuments(ctx, 'D', 'word', files, minSeconds);
     // pandoc again after docpipe (not in --quick), pooled with the first run
     const pandoc = before ? pooled(before, ctx.quick ? null : await runPandoc()) : null;
     const note = notes(api.failures > 0 && `${api.failures} of ${api.documents} documents did not complete; e.g. ${api.samples[0]}`,
