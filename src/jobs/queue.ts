@@ -2,6 +2,7 @@
 // A job's outcome is recorded only by the process that still holds its lease, so a job that was
 // taken over after its first process stalled cannot be finished twice.
 import type { Sql } from '../store/db.js';
+import type { ConversionStatus } from '../store/conversions.js';
 
 export interface JobRow {
   id: string;
@@ -49,11 +50,23 @@ export async function renew(sql: Sql, owner: string, ids: string[]): Promise<Set
   return new Set(rows.map((r) => r.id as string));
 }
 
-/** Marks a job done inside the caller's transaction; false when this owner no longer holds it. */
+/** Marks a job done inside the caller's transaction; false when this owner no longer holds it.
+ *  The owner stays on the row: it says who recorded the outcome (see recordedStatus). */
 export async function completeJob(tx: Sql, owner: string, id: string): Promise<boolean> {
-  const rows = await tx`update jobs set status = 'done', lease_owner = null, lease_until = null
+  const rows = await tx`update jobs set status = 'done', lease_until = null
                         where id = ${id} and lease_owner = ${owner} and status = 'running' returning id`;
   return rows.length === 1;
+}
+
+/**
+ * The conversion's status when this owner recorded the job's outcome, else null. A commit whose
+ * answer was lost (the connection died with it) is told apart from one that never happened this
+ * way: its retry finds the job already done, by this owner.
+ */
+export async function recordedStatus(sql: Sql, owner: string, id: string): Promise<ConversionStatus | null> {
+  const [row] = await sql`select c.status from jobs j join conversions c on c.id = j.conversion_id
+                          where j.id = ${id} and j.status = 'done' and j.lease_owner = ${owner}`;
+  return row ? row.status as ConversionStatus : null;
 }
 
 /** Gives back this owner's running jobs so another process can take them at once. */

@@ -49,7 +49,7 @@ import type { ConvertRequest, StagedSource } from '../server/convert-request.js'
 import type { Executor } from './executor.js';
 import { JobRunner } from './runner.js';
 import { resolveSources } from '../uploads/refs.js';
-import { completeJob, handBack, setProgress, LEASE_S, MAX_ATTEMPTS, type JobRow } from './queue.js';
+import { completeJob, handBack, recordedStatus, setProgress, LEASE_S, MAX_ATTEMPTS, type JobRow } from './queue.js';
 import { GroupCommit, fileRowsOf } from './group-commit.js';
 
 export type AsyncReason = 'respond_async' | 'too_many_sources' | 'pages_exceed_sync_limit' | 'capacity' | 'wait_timeout';
@@ -178,6 +178,7 @@ export class ConversionService {
   readonly audit: GateAudit;
   private inline: Executor;
   private settleTimer?: NodeJS.Timeout;
+  private stopping = false;
   private urlFetch: FetchSettings;
 
   constructor(private sql: Sql, private blobs: Blobs, private executor: Executor, private billing: Billing, life: LifecycleOptions) {
@@ -206,8 +207,32 @@ export class ConversionService {
     if (b.placed + b.removed > 0) this.billing.onMend?.('blobs left pending by a crash resolved by their rows', { ...b });
   }
 
+  /**
+   * The gate reservation of a submit whose insert failed while the database was away. The commit
+   * may have happened with only its answer lost (the connection died): then the conversion runs
+   * and settles as usual, and giving the reservation back now would leave the gate short of its
+   * charge. So it is kept until the ledger answers, and released only if no reservation row is
+   * there. Should this process stop first, the gate audit of the account releases it.
+   */
+  private releaseIfUncommitted(accountId: string, conversionId: string): void {
+    this.audit.watch(accountId);
+    void (async () => {
+      for (let pause = 1_000; !this.stopping; pause = Math.min(pause * 2, 5_000)) {
+        await new Promise((r) => setTimeout(r, pause).unref());
+        try {
+          const [row] = await this.sql`select 1 from ledger where conversion_id = ${conversionId} and kind = 'reserve'`;
+          if (!row) await this.billing.gate.release(accountId, conversionId);
+          return;
+        } catch (err) {
+          if (!isDependencyDown(err)) return this.billing.onError?.(err, `releasing ${conversionId}`);
+        }
+      }
+    })();
+  }
+
   /** Stops taking work; running jobs get `graceMs` to finish, the rest are handed back. */
   async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
     clearInterval(this.settleTimer);
     await this.runner.stop(graceMs);
   }
@@ -312,8 +337,10 @@ export class ConversionService {
     try {
       return { kind: 'accepted', accepted: await this.persist(p, req, planned, conversionId, credits, gated, idem, limits) };
     } catch (err) {
-      // Nothing of this conversion reached the ledger: give the gate its reservation back.
-      if (gated) await this.billing.gate.release(p.accountId, conversionId).catch(() => {});
+      // Nothing of this conversion reached the ledger: give the gate its reservation back. With
+      // the database away the insert may have committed all the same: the ledger says, later.
+      if (gated && isDependencyDown(err)) this.releaseIfUncommitted(p.accountId, conversionId);
+      else if (gated) await this.billing.gate.release(p.accountId, conversionId).catch(() => {});
       if (!(err instanceof KeyTaken) || !idem) throw err;
       const claim = await findClaim(this.sql, p.accountId, idem.endpoint, idem.key);
       if (!claim) throw err;
@@ -375,6 +402,11 @@ export class ConversionService {
     // The blobs wait in pending/ until the rows are committed (see store/blobs.ts).
     const staged: Pending[] = [];
     let snapshot: Accepted['snapshot'];
+    // A conversion whose every URL failed to fetch ends in its insert, settled in it.
+    let settled: Settlement | undefined;
+    const settle = gated
+      ? async (tx: Sql, charged: number): Promise<void> => { settled = await settleRows(tx, p.accountId, conversionId, charged); }
+      : undefined;
     try {
       for (let i = 0; i < sources.length; i++) {
         const s = planned[i]!;
@@ -408,7 +440,7 @@ export class ConversionService {
         await countMonthlyFiles(t, p.accountId, sources.length, limits.filesPerMonth);
         if (gated) await recordReservation(t, p.accountId, conversionId, credits);
         for (const s of sources) {
-          if (s.failure) await finishSource(joined, conv, s.id, { error: fileProblem(s.failure, `/v1/conversions/${conversionId}`, conversionId) });
+          if (s.failure) await finishSource(joined, conv, s.id, { error: fileProblem(s.failure, `/v1/conversions/${conversionId}`, conversionId) }, undefined, settle);
         }
         if (rendered) {
           for (let i = 0; i < sources.length; i++) {
@@ -434,8 +466,8 @@ export class ConversionService {
     const pdfPagesOf = (): number => sources.reduce((a, s) => a + ((s.fetched?.kind ?? req.kind) === 'pdf' ? s.count.pages : 0), 0);
     if (rendered) return { conversionId, done: Promise.resolve(), pdfPages: pdfPagesOf(), sources: sources.length, capacity: false, finished: true, snapshot };
     if (jobs.length === 0) {
-      // Every URL failed to fetch: the conversion ended failed in its insert and is settled now.
-      if (gated) await this.settleCredits(p.accountId, conversionId).catch((err: unknown) => this.billing.onError?.(err, `settling ${conversionId}`));
+      // Every URL failed to fetch: the conversion ended failed (and settled) in its insert.
+      if (settled) await this.tellGate(p.accountId, conversionId, settled);
       return { conversionId, done: Promise.resolve(), pdfPages: 0, sources: sources.length, capacity: false, finished: true };
     }
     const capacity = !isRender(req.kind) && this.executor.saturated?.() === true;
@@ -521,6 +553,18 @@ export class ConversionService {
       id: c.source_id as string, name: c.name as string, mime: c.mime as string, bytes: 0, blob: c.blob as string,
       count: { pages: 0, units: 0 }, credits: Number(c.credits ?? 0),
     };
+    // The credits are settled in the transaction that ends the conversion; the gate is told after.
+    let settled: Settlement | undefined;
+    const settle = c.operation === 'render' ? undefined
+      : async (tx: Sql, charged: number): Promise<void> => { settled = await settleRows(tx, conv.accountId, conv.id, charged); };
+    // Retried while the database is away. A retry that finds the job already done by this process
+    // follows a commit whose answer was lost: the outcome is recorded, its outputs must stay.
+    let tries = 0;
+    const record = (outcome: Parameters<typeof finishSource>[3]): Promise<ConversionStatus | null> => recording(signal, async () => {
+      const retry = tries++ > 0;
+      const recorded = await finishSource(this.sql, conv, source.id, outcome, guard, settle);
+      return recorded === null && retry ? recordedStatus(this.sql, this.runner.owner, job.id) : recorded;
+    });
     let status: ConversionStatus | null;
     let converting = false;
     let staged: Pending[] = [];
@@ -558,8 +602,7 @@ export class ConversionService {
       const out = await this.outputFiles(conv.accountId, source, index, result);
       staged = out.staged;
       const credits = chargeFor(kind, fetched?.kind, result.pageCount, options, source.credits);
-      status = await recording(signal, () => finishSource(this.sql, conv, source.id,
-        { outputs: out.files, pages: result.pageCount, credits }, guard));
+      status = await record({ outputs: out.files, pages: result.pageCount, credits });
     } catch (err) {
       if (!converting && isDependencyDown(err)) {
         // The database failed, not the document: the job goes back to the queue for another try
@@ -571,15 +614,21 @@ export class ConversionService {
       await this.blobs.discard(staged);
       staged = [];
       const problem = fileProblem(err, `/v1/conversions/${conv.id}`, conv.id);
-      status = await recording(signal, () => finishSource(this.sql, conv, source.id, { error: problem }, guard)).catch(() => null);
+      status = await record({ error: problem }).catch(() => null);
     }
     // Recorded: the outputs go in place. Refused by the guard (another process holds the job now):
     // this run's copies go.
     if (status) await this.blobs.place(staged).catch((err: unknown) => this.billing.onError?.(err, `placing outputs of ${conv.id}`));
     else await this.blobs.discard(staged);
-    if (status && TERMINAL.has(status) && c.operation !== 'render') {
-      await this.settleCredits(conv.accountId, conv.id).catch((err: unknown) => this.billing.onError?.(err, `settling ${conv.id}`));
-    }
+    if (settled) await this.tellGate(conv.accountId, conv.id, settled);
+  }
+
+  /** Tells the gate a settlement committed with the rows; when that is lost, the audit mends it. */
+  private async tellGate(accountId: string, conversionId: string, s: Settlement): Promise<void> {
+    await this.billing.ledger.tell(accountId, conversionId, s).catch((err: unknown) => {
+      this.audit.watch(accountId);
+      this.billing.onError?.(err, `settling ${conversionId}`);
+    });
   }
 
   /** Renders small Markdown sources in this thread; undefined when the request is not that. */

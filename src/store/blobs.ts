@@ -153,6 +153,20 @@ export class Blobs {
     return stat(this.pathOf(name)).then(() => true, () => false);
   }
 
+  /**
+   * For a reader that found the blob's row: true once it is in its place. A committed row's blob
+   * can still wait in pending/ for a moment (it is placed right after the commit; a commit whose
+   * answer was lost places it after its retry): wait up to `ms` while it does.
+   */
+  async whenPlaced(name: string, ms: number): Promise<boolean> {
+    const until = Date.now() + ms;
+    for (;;) {
+      if (await this.exists(name)) return true;
+      if (Date.now() >= until || !(await this.isPending(name))) return this.exists(name);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
   /** True when blob `name` waits in pending/ (to be placed, or resolved by the sweep). */
   async isPending(name: string): Promise<boolean> {
     const prefix = `${encodeURIComponent(name)}~`;

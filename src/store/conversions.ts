@@ -75,6 +75,9 @@ export async function markSourceRunning(sql: Sql, conversionId: string, sourceId
 /**
  * Records the outcome of one source (its outputs, or its error) and rolls the conversion up.
  * Returns the conversion's status after the change, or null when `guard` refused the change.
+ * `onTerminal` runs in the same transaction when this change ends the conversion, with the
+ * credits its completed sources cost: the credits are settled with the status that ends it, so
+ * no reader ever sees a finished conversion whose credits are still reserved.
  */
 export async function finishSource(
   sql: Sql,
@@ -82,6 +85,7 @@ export async function finishSource(
   sourceId: string,
   outcome: { outputs: NewFile[]; pages: number | null; credits: number } | { error: Problem },
   guard?: (tx: Sql) => Promise<boolean>,
+  onTerminal?: (tx: Sql, charged: number) => Promise<void>,
 ): Promise<ConversionStatus | null> {
   return sql.begin(async (tx) => {
     const t = tx as unknown as Sql;
@@ -98,15 +102,18 @@ export async function finishSource(
       await t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
               where id = ${sourceId}`;
     }
-    const status = await rollUp(t, conv.id);
-    // The webhook outbox: the event commits with the status change or not at all.
-    if (before && before.completed_at === null && isTerminal(status)) await enqueueConversionEvent(t, conv.id);
+    const { status, charged } = await rollUp(t, conv.id);
+    if (before && before.completed_at === null && isTerminal(status)) {
+      await onTerminal?.(t, charged);
+      // The webhook outbox: the event commits with the status change or not at all.
+      await enqueueConversionEvent(t, conv.id);
+    }
     return status;
   });
 }
 
 /** Derives the conversion's status from its sources; sets completed_at when all are done. */
-export async function rollUp(sql: Sql, conversionId: string): Promise<ConversionStatus> {
+export async function rollUp(sql: Sql, conversionId: string): Promise<{ status: ConversionStatus; charged: number }> {
   const [row] = await sql`
     with s as (
       select count(*) filter (where status = 'completed') as done,
@@ -124,8 +131,8 @@ export async function rollUp(sql: Sql, conversionId: string): Promise<Conversion
       completed_at = case when s.pending = 0 then coalesce(c.completed_at, now()) else null end,
       credits_charged = s.charged
     from s where c.id = ${conversionId}
-    returning c.status`;
-  return row!.status as ConversionStatus;
+    returning c.status, c.credits_charged`;
+  return { status: row!.status as ConversionStatus, charged: Number(row!.credits_charged) };
 }
 
 export interface ConversionRow {

@@ -176,30 +176,52 @@ t.test('a job whose outcome cannot be recorded within its lease is run again onc
   t.same(rows.map((r) => r.kind), ['reserve', 'release', 'charge'], 'settled once');
 });
 
-t.test('a settle lost to an outage is redone by the settle sweep', async (t) => {
+t.test('a settle the gate did not hear during an outage is mended by the periodic sweep', async (t) => {
   const { held, w } = await heldWorld(t);
-  // The settle right after the conversion finishes fails as if Postgres went away at that moment.
+  // The ledger settles in the transaction that ends the conversion; telling the gate right after
+  // fails as if its connection went away at that moment.
   const ledger = w.app.deps.ledger;
-  const settle = ledger.settle.bind(ledger);
+  const tell = ledger.tell.bind(ledger);
   let lost = 0;
-  ledger.settle = async (...args: Parameters<typeof settle>) => {
-    if (lost++ === 0) throw Object.assign(new Error('write CONNECTION_CLOSED 127.0.0.1:5432'), { code: 'CONNECTION_CLOSED' });
-    return settle(...args);
+  ledger.tell = async (...args: Parameters<typeof tell>) => {
+    if (lost++ === 0) throw Object.assign(new Error('Connection is closed.'), { name: 'Error' });
+    return tell(...args);
   };
   const before = await ledger.balance(w.accountId);
   const id = await submitHeld(w, held);
   held.release();
   t.equal((await untilTerminal(w, id, 10_000)).status, 'completed');
-  const open = await w.db.sql`select kind from ledger where conversion_id = ${id}`;
-  t.same(open.map((r) => r.kind), ['reserve'], 'the settle was lost: the reservation is still open');
-  // The sweep runs every 10 s and takes conversions finished over 5 s ago.
+  const rows = await w.db.sql`select kind from ledger where conversion_id = ${id} order by id`;
+  t.same(rows.map((r) => r.kind), ['reserve', 'release', 'charge'], 'the ledger settled with the status');
+  for (let i = 0; i < 40 && lost === 0; i++) await sleep(25);
+  t.equal(lost, 1, 'the gate was not told');
+  // The sweep (every 10 s) audits the account and settles the reservation in the gate.
+  let running = await w.app.deps.gate.running(w.accountId);
+  for (let i = 0; i < 80 && running !== 0; i++) {
+    await sleep(250);
+    running = await w.app.deps.gate.running(w.accountId);
+  }
+  t.equal(running, 0, 'the sweep settled it in the gate');
+  const [charge] = await w.db.sql`select -amount as n from ledger where conversion_id = ${id} and kind = 'charge'`;
+  t.equal(await ledger.balance(w.accountId), before - Number(charge!.n), 'the gate\'s balance moved by the charge only');
+});
+
+t.test('a finished conversion left unsettled in the ledger (settled after its commit by an earlier version, which then stopped) is settled by the sweep', async (t) => {
+  const { held, w } = await heldWorld(t);
+  const id = await submitHeld(w, held);
+  held.release();
+  t.equal((await untilTerminal(w, id, 10_000)).status, 'completed');
+  const [charge] = await w.db.sql`select -amount as n from ledger where conversion_id = ${id} and kind = 'charge'`;
+  const balance = await w.app.deps.ledger.balance(w.accountId);
+  // What such a version left: the reservation open in the ledger, the conversion finished.
+  await w.db.sql`delete from ledger where conversion_id = ${id} and kind in ('release', 'charge')`;
   let kinds: string[] = [];
   for (let i = 0; i < 80 && kinds.length < 3; i++) {
     await sleep(250);
     kinds = (await w.db.sql`select kind from ledger where conversion_id = ${id} order by id`).map((r) => r.kind as string);
   }
   t.same(kinds, ['reserve', 'release', 'charge'], 'the sweep settled it: released and charged once');
-  const [charge] = await w.db.sql`select -amount as n from ledger where conversion_id = ${id} and kind = 'charge'`;
-  t.equal(await ledger.balance(w.accountId), before - Number(charge!.n), 'the gate\'s balance moved by the charge only');
-  t.equal(await w.app.deps.gate.running(w.accountId), 0, 'the gate holds no reservation');
+  const [again] = await w.db.sql`select -amount as n from ledger where conversion_id = ${id} and kind = 'charge'`;
+  t.equal(Number(again!.n), Number(charge!.n), 'charged what its files cost');
+  t.equal(await w.app.deps.ledger.balance(w.accountId), balance, 'the gate, settled already, is not charged twice');
 });

@@ -8,6 +8,9 @@ import type { Router } from '../router.js';
 import { conversionJson, conversionsJson, decodeCursor, encodeCursor } from '../conversion-json.js';
 import { getConversionRow, getFileRow, listConversionRows } from '../../store/conversions.js';
 
+/** How long a download waits for a committed file's blob to reach its place (see Blobs.whenPlaced). */
+const PLACING_WAIT_MS = 2_000;
+
 export const LIST_DEFAULT = 20;
 export const LIST_MAX = 100;
 
@@ -89,6 +92,9 @@ export function registerConversions(router: Router, deps: Deps): void {
       return;
     }
     if (!f.blob) throw new ApiError('not_found', `File ${f.id} has no content yet.`);
+    if (!(await deps.blobs.whenPlaced(f.blob, PLACING_WAIT_MS)) && (await deps.blobs.isPending(f.blob))) {
+      throw new ApiError('service_unavailable', `File ${f.id} is still being stored; retry shortly.`, { 'retry-after': '1' });
+    }
     await sendContent(ctx, { path: deps.blobs.pathOf(f.blob) }, f.mime, { 'content-disposition': disposition });
   });
 }

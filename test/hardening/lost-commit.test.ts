@@ -1,0 +1,162 @@
+// A commit whose answer is lost: the database committed, the connection died before it said so.
+// The process cannot tell that from a transaction that never happened, so it must not act as if
+// nothing was written. Two places meet it:
+// - a submit's insert (the conversion, its reservation, its jobs): the client gets a retryable
+//   503, but the gate must keep the reservation while the ledger has it — the conversion runs and
+//   is charged — and give it back only when the ledger, once it answers, has no row;
+// - a job's outcome: its retry finds the job already done by this process and must keep the
+//   outputs that the committed rows point at, not discard them as a run that lost its job.
+// And wherever a conversion ends, its credits are settled in the same transaction: a reader that
+// sees it finished sees it charged.
+import t from 'tap';
+import { MODES, startWorld, HeldExecutor, type World } from '../helpers/world.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const connectionClosed = (): Error => Object.assign(new Error('write CONNECTION_CLOSED 127.0.0.1:5432'), { code: 'CONNECTION_CLOSED' });
+const TERMINAL = ['completed', 'completed_with_errors', 'failed'];
+
+/** The conversion service's insert step, to wrap (a private method of the running service). */
+interface Persisting { persist: (...args: unknown[]) => Promise<unknown> }
+
+async function untilTerminal(w: World, id: string, ms = 15_000): Promise<{ status: string; files: Array<{ id: string; role: string; bytes: number }> }> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const c = await (await w.req('GET', `/v1/conversions/${id}`)).json() as { status: string; files: Array<{ id: string; role: string; bytes: number }> };
+    if (TERMINAL.includes(c.status) || Date.now() > until) return c;
+    await sleep(50);
+  }
+}
+
+/** Polls `read` until it gives `want` (the gate hears of a settle just after its commit). */
+async function eventually<T>(read: () => Promise<T>, want: T, ms = 5_000): Promise<T> {
+  const until = Date.now() + ms;
+  let got = await read();
+  while (got !== want && Date.now() < until) {
+    await sleep(25);
+    got = await read();
+  }
+  return got;
+}
+
+/** Available credits by the ledger: grants − charges − open reservations. */
+async function ledgerBalance(w: World, accountId: string): Promise<number> {
+  const [r] = await w.db.sql`select coalesce(sum(amount), 0)::int as n from ledger where account_id = ${accountId}`;
+  return Number(r!.n);
+}
+
+for (const mode of MODES) {
+  t.test(`a lost commit answer (${mode})`, async (t) => {
+    const held = new HeldExecutor();
+    const w = await startWorld(mode, {}, { executor: held });
+    t.teardown(async () => { held.release(); await w.close(); await held.close(); });
+    const svc = w.app.deps.conversions as unknown as Persisting;
+    const persist = svc.persist.bind(svc);
+    const gate = w.app.deps.gate;
+
+    await t.test('a submit committed with its answer lost: 503, the reservation is kept, the conversion runs and is charged once', async (t) => {
+      const before = await w.app.deps.ledger.balance(w.accountId);
+      held.hold();
+      svc.persist = async (...args) => {
+        await persist(...args);
+        throw connectionClosed();
+      };
+      const res = await w.req('POST', '/v1/convert/html', { json: { html: '<h1>Lost answer</h1><p>Committed all the same.</p>' } });
+      svc.persist = persist;
+      t.equal(res.status, 503, 'the client is told to retry');
+      t.match(await res.json(), { error: 'service_unavailable', retryable: true });
+      const [conv] = await w.db.sql`select id from conversions where account_id = ${w.accountId} order by created_at desc limit 1`;
+      t.ok(conv, 'the conversion was committed');
+      const id = conv!.id as string;
+      await sleep(2_500); // past the first look at the ledger (1 s)
+      t.equal(await gate.running(w.accountId), 1, 'the gate still holds the reservation the ledger has');
+      held.release();
+      t.equal((await untilTerminal(w, id)).status, 'completed');
+      const rows = await w.db.sql`select kind, amount from ledger where conversion_id = ${id} order by id`;
+      t.same(rows.map((r) => r.kind), ['reserve', 'release', 'charge'], 'reserved, then settled once');
+      const charged = -Number(rows[2]!.amount);
+      t.ok(charged > 0, `charged ${charged}`);
+      t.equal(await eventually(() => gate.running(w.accountId), 0), 0, 'the reservation is settled in the gate');
+      t.equal(await w.app.deps.ledger.balance(w.accountId), before - charged, 'the gate\'s balance moved by the charge');
+      t.equal(await ledgerBalance(w, w.accountId), before - charged, 'and so did the ledger\'s');
+    });
+
+    await t.test('a submit that never committed, the database away: 503, the reservation is given back once the ledger says so', async (t) => {
+      const before = await w.app.deps.ledger.balance(w.accountId);
+      svc.persist = async () => { throw connectionClosed(); };
+      const res = await w.req('POST', '/v1/convert/html', { json: { html: '<p>Never stored.</p>' } });
+      svc.persist = persist;
+      t.equal(res.status, 503);
+      t.equal(await eventually(() => gate.running(w.accountId), 0), 0, 'the gate holds no reservation');
+      t.equal(await w.app.deps.ledger.balance(w.accountId), before, 'no credit was taken');
+      t.equal(await ledgerBalance(w, w.accountId), before, 'the ledger agrees');
+    });
+
+    await t.test('a job whose outcome committed with the answer lost keeps its outputs and is charged once', async (t) => {
+      const before = await w.app.deps.ledger.balance(w.accountId);
+      // Output over the inline size: it lives in a blob the committed rows point at.
+      const line = 'Lost answers must not lose outputs. ';
+      const text = line.repeat(Math.ceil(1.2 * 1024 * 1024 / line.length));
+      held.hold();
+      const res = await w.req('POST', '/v1/convert/text', { json: { text }, headers: { prefer: 'respond-async' } });
+      t.equal(res.status, 202);
+      const { id } = await res.json() as { id: string };
+      for (let i = 0; i < 200 && held.waitingTasks === 0; i++) await sleep(25);
+      t.equal(held.waitingTasks, 1, 'the job is running');
+      // The next transaction that records an outcome commits, then its answer is lost.
+      const sql = w.db.sql as unknown as { begin: (...args: unknown[]) => Promise<unknown> };
+      const begin = sql.begin;
+      let lost = 0;
+      sql.begin = async function (this: unknown, ...args: unknown[]) {
+        const r = await begin.apply(this, args);
+        if (lost === 0 && typeof r === 'string' && TERMINAL.includes(r)) {
+          lost++;
+          throw connectionClosed();
+        }
+        return r;
+      };
+      t.teardown(() => { sql.begin = begin; });
+      held.release();
+      const c = await untilTerminal(w, id);
+      sql.begin = begin;
+      t.equal(lost, 1, 'the outcome\'s commit answer was lost once');
+      t.equal(c.status, 'completed');
+      const [job] = await w.db.sql`select status, attempts from jobs where conversion_id = ${id}`;
+      t.same({ status: job!.status, attempts: job!.attempts }, { status: 'done', attempts: 1 }, 'recorded by its first run');
+      const out = c.files.find((f) => f.role === 'output');
+      t.ok(out && out.bytes > 1024 * 1024, 'the output is over the inline size');
+      const body = await w.req('GET', `/v1/conversions/${id}/files/${out!.id}/content`);
+      t.equal(body.status, 200, 'the output is there to download');
+      const got = await body.text();
+      t.equal(got.length, out!.bytes, 'whole');
+      t.match(got, /Lost answers must not lose outputs\./);
+      const rows = await w.db.sql`select kind, amount from ledger where conversion_id = ${id} order by id`;
+      t.same(rows.map((r) => r.kind), ['reserve', 'release', 'charge'], 'settled once');
+      t.equal(await eventually(() => gate.running(w.accountId), 0), 0, 'the reservation is settled in the gate');
+      t.equal(await w.app.deps.ledger.balance(w.accountId), before + Number(rows[2]!.amount), 'the gate moved by the charge');
+    });
+
+    await t.test('a finished conversion is charged in the transaction that ends it', async (t) => {
+      // The gate is away when the conversion ends: the ledger settles all the same, with the status.
+      const ledger = w.app.deps.ledger;
+      const tell = ledger.tell.bind(ledger);
+      let refused = 0;
+      ledger.tell = async () => { refused++; throw connectionClosed(); };
+      t.teardown(() => { ledger.tell = tell; });
+      held.hold();
+      const res = await w.req('POST', '/v1/convert/html', { json: { html: '<p>Charged with its status.</p>' }, headers: { prefer: 'respond-async' } });
+      const { id } = await res.json() as { id: string };
+      for (let i = 0; i < 200 && held.waitingTasks === 0; i++) await sleep(25);
+      held.release();
+      t.equal((await untilTerminal(w, id)).status, 'completed');
+      const rows = await w.db.sql`select kind from ledger where conversion_id = ${id} order by id`;
+      await eventually(async () => refused, 1);
+      t.same(rows.map((r) => r.kind), ['reserve', 'release', 'charge'], 'settled as soon as it is seen completed');
+      t.equal(refused, 1, 'the gate was not told');
+      ledger.tell = tell;
+      t.equal(await gate.running(w.accountId), 1, 'the gate still holds the reservation');
+      t.equal((await w.app.deps.conversions.audit.run()).settled, 1, 'the audit settles it in the gate');
+      t.equal(await gate.running(w.accountId), 0);
+      t.equal(await ledger.balance(w.accountId), await ledgerBalance(w, w.accountId), 'gate = ledger');
+    });
+  });
+}
