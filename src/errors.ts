@@ -178,6 +178,7 @@ interface ErrorLike { code?: unknown; name?: unknown; message?: unknown }
 const DOWN_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE',
   'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
+  'QUERY_DEADLINE',
   '57P01', '57P02', '57P03',
 ]);
 

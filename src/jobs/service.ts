@@ -37,7 +37,7 @@ import {
   awaitClaim, checkFileSizes, checkPlanLimits, claimKey, countMonthlyFiles, findClaim, requestFingerprint,
   IDEMPOTENCY_TTL_S,
 } from '../billing/admission.js';
-import type { Sql } from '../store/db.js';
+import { answered, type Sql } from '../store/db.js';
 import type { Blobs, Pending } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
 import {
@@ -520,12 +520,12 @@ export class ConversionService {
       }
       if (!(await this.isTerminal(a.conversionId))) why = 'wait_timeout';
     }
-    if (why) await setAsyncReason(this.sql, a.conversionId, why);
+    if (why) await answered(setAsyncReason(this.sql, a.conversionId, why));
     return why;
   }
 
   private async isTerminal(conversionId: string): Promise<boolean> {
-    const [row] = await this.sql`select status from conversions where id = ${conversionId}`;
+    const [row] = await answered(this.sql`select status from conversions where id = ${conversionId}`);
     return !row || TERMINAL.has(row.status as string);
   }
 

@@ -71,6 +71,23 @@ export function reconnectDelay(failures: number): number {
   return Math.min(0.05 * 2 ** Math.max(0, failures - 1), 0.25);
 }
 
+/** How long a request waits for one query before it answers 503 (see `answered`). */
+export const QUERY_DEADLINE_MS = 5_000;
+
+/**
+ * A query a request waits on, with a deadline: after a cut connection the client has been seen
+ * to leave a query unsettled for good, and a request must not hang on it. Past the deadline the
+ * caller gets a QUERY_DEADLINE error, a dependency failure (503, retryable); the query itself
+ * goes on or fails on its own.
+ */
+export function answered<T>(query: PromiseLike<T>, ms = QUERY_DEADLINE_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`the database did not answer within ${ms} ms`), { code: 'QUERY_DEADLINE' })), ms);
+  });
+  return Promise.race([Promise.resolve(query), late]).finally(() => clearTimeout(timer));
+}
+
 function connect(url: string, schema: string | undefined, max: number): Sql {
   const given = new URL(url).searchParams;
   return postgres(url, {

@@ -225,3 +225,25 @@ t.test('a finished conversion left unsettled in the ledger (settled after its co
   t.equal(Number(again!.n), Number(charge!.n), 'charged what its files cost');
   t.equal(await w.app.deps.ledger.balance(w.accountId), balance, 'the gate, settled already, is not charged twice');
 });
+
+t.test('a request waiting on a query the database never answers gets a 503 at the query deadline, not a hang', async (t) => {
+  const { relay, held, w } = await heldWorld(t);
+  const { QUERY_DEADLINE_MS } = await import('../../src/store/db.js');
+  held.hold();
+  const started = Date.now();
+  const answer = w.req('POST', '/v1/convert/html', { json: { html: '<p>Waiting on a stalled database.</p>' }, headers: { prefer: 'wait=1' } });
+  for (let i = 0; i < 100 && held.waitingTasks === 0; i++) await sleep(20);
+  t.equal(held.waitingTasks, 1, 'the job runs, the request waits in its window');
+  // Every connection of the server's pool open (a query on a new one would fail at the connect
+  // timeout instead), then nothing gets through them: their queries stay unanswered.
+  const appSql = w.app.deps.db.sql;
+  await Promise.all(Array.from({ length: 4 }, () => appSql`select pg_sleep(0.1)`));
+  relay.freeze();
+  const res = await answer;
+  const took = Date.now() - started;
+  t.equal(res.status, 503);
+  t.match(await res.json(), { error: 'service_unavailable', retryable: true });
+  t.ok(took < 1_000 + QUERY_DEADLINE_MS + 2_000, `answered after ${took} ms (window 1 s + deadline ${QUERY_DEADLINE_MS} ms)`);
+  relay.thaw();
+  held.release();
+});

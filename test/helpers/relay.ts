@@ -1,7 +1,9 @@
 // A TCP relay in front of a real dependency (Postgres, Redis) that a test can cut and restore,
 // as if the dependency went away and came back: cut() destroys every live connection and stops
 // listening, so new connections are refused (ECONNREFUSED, as a stopped server answers);
-// restore() listens again on the same port. The machine's Postgres and Redis are shared with
+// restore() listens again on the same port. freeze() is the other failure: the connections stay
+// open but nothing gets through (a partition, a stalled server) until thaw() lets what waited
+// through in order. The machine's Postgres and Redis are shared with
 // other tests and are never stopped themselves.
 import net from 'node:net';
 
@@ -13,6 +15,8 @@ export interface Relay {
   readonly connections: number;
   cut(): Promise<void>;
   restore(): Promise<void>;
+  freeze(): void;
+  thaw(): void;
   close(): Promise<void>;
 }
 
@@ -20,14 +24,23 @@ export async function startRelay(targetPort: number, targetHost = '127.0.0.1'): 
   const sockets = new Set<net.Socket>();
   let connections = 0;
   let down = false;
+  let frozen = false;
+  const waiting: Array<[net.Socket, Buffer]> = [];
   let server = listener();
+  const forward = (from: net.Socket, to: net.Socket): void => {
+    from.on('data', (d: Buffer) => {
+      if (frozen) waiting.push([to, d]);
+      else to.write(d);
+    });
+  };
 
   function listener(): net.Server {
     return net.createServer((client) => {
       connections++;
       const upstream = net.connect(targetPort, targetHost);
       sockets.add(client).add(upstream);
-      client.pipe(upstream).pipe(client);
+      forward(client, upstream);
+      forward(upstream, client);
       const end = (): void => {
         client.destroy();
         upstream.destroy();
@@ -74,6 +87,13 @@ export async function startRelay(targetPort: number, targetHost = '127.0.0.1'): 
         }
       }
       down = false;
+    },
+    freeze() {
+      frozen = true;
+    },
+    thaw() {
+      frozen = false;
+      for (const [to, d] of waiting.splice(0)) if (!to.destroyed) to.write(d);
     },
     close: stop,
   };
