@@ -1,16 +1,41 @@
 // Hostile clients: a slowloris body (headers, then a byte every few seconds) is cut by uWS's
-// idle timeout and its temp file removed; 200+ connections that abort mid-upload leave no temp
-// file and no open file descriptor; a 1 MB header, deeply nested JSON and a huge JSON array are
-// refused early; the server keeps answering throughout. One world mode: the database plays no
-// part in any of this.
+// idle timeout and its temp file removed; a client pipelining answers it never reads is cut as
+// soon as one waits; a stalled download is cut by the send timeout and its file closed, while a
+// slow reader gets all of it; 200+ connections that abort mid-upload leave no temp file and no
+// open file descriptor; a 1 MB header, deeply nested JSON and a huge JSON array are refused
+// early; the server keeps answering throughout. One world mode: the database plays no part in
+// any of this.
 import t, { type Test } from 'tap';
 import net from 'node:net';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { MODES, startWorld } from '../helpers/world.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const fds = (): number => readdirSync('/proc/self/fd').length;
+
+/** The files this process holds open. */
+function openFiles(): string[] {
+  const out: string[] = [];
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try { out.push(readlinkSync(`/proc/self/fd/${fd}`)); } catch { /* closed meanwhile */ }
+  }
+  return out;
+}
+
+/**
+ * Whether this process (the server runs in it) still holds its end of the connection whose client
+ * end is on `clientPort`. A paused client cannot tell: it does not read, so it never sees the FIN.
+ * In /proc/net/tcp a socket no descriptor holds (closed, its FIN queued) shows inode 0.
+ */
+function holdsConnection(serverPort: number, clientPort: number): boolean {
+  const hex = (p: number): string => `:${p.toString(16).toUpperCase().padStart(4, '0')}`;
+  for (const line of readFileSync('/proc/net/tcp', 'latin1').split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f[1]?.endsWith(hex(serverPort)) && f[2]?.endsWith(hex(clientPort)) && f[9] !== '0') return true;
+  }
+  return false;
+}
 
 /** Connects, sends `head`, and resolves with everything the server sent once it closes. */
 function exchange(port: number, head: string | Buffer, then?: (s: net.Socket) => void): Promise<{ data: string; closedAfterMs: number }> {
@@ -56,24 +81,95 @@ t.test(`hostile clients (${MODES[0]})`, async (t) => {
   });
 
   await t.test('a client that never reads its answers does not hold up the server', async (t) => {
-    // 200 pipelined downloads the client never reads: uWS buffers what the socket will not take.
+    // 200 pipelined answers of 90 KB the client never reads: uWS holds no more than the socket took.
     const s = net.connect(port, '127.0.0.1');
     s.on('error', () => {});
-    let closed = false;
-    s.on('close', () => { closed = true; });
+    t.teardown(() => { s.destroy(); });
     await new Promise<void>((r) => s.on('connect', () => r()));
     s.pause();
     s.write(`GET /v1/openapi.json HTTP/1.1\r\nhost: x\r\n\r\n`.repeat(200));
     await sleep(200);
     await alive(t);
-    t.ok(true, 'other requests are served meanwhile');
-    t.teardown(() => { s.destroy(); });
-    await t.test('and its connection is closed by the idle timeout', {
-      todo: 'seen: a connection whose answers sit unread in uWS\'s backpressure buffer stays open past 25 s (the idle timeout does not fire)',
-    }, async (t) => {
-      for (let i = 0; i < 250 && !closed; i++) await sleep(100);
-      t.ok(closed, 'closed within 25 s');
+    await t.test('and its connection is closed', async (t) => {
+      const started = performance.now();
+      while (holdsConnection(port, s.localPort!) && performance.now() - started < 25_000) await sleep(100);
+      // Not the send timeout (10 s without progress): its next request arrived while an answer waited.
+      const after = performance.now() - started;
+      t.notOk(holdsConnection(port, s.localPort!), 'the server let go of it');
+      t.ok(after < 5000, `at once, not after a timeout: ${Math.round(after)} ms`);
+      // Reading now drains what the kernel had taken, then the end of the stream.
+      let data = '';
+      s.on('data', (d: Buffer) => { data += d.toString('latin1'); });
+      const ended = new Promise<void>((r) => s.once('close', () => r()));
+      s.resume();
+      t.equal(await Promise.race([ended.then(() => 'ended'), sleep(10_000).then(() => 'still open')]), 'ended');
+      const answers = data.split('HTTP/1.1 200 OK').length - 1;
+      t.ok(answers > 0 && answers < 200, `${answers} of the 200 answers were sent before the server gave up`);
     });
+  });
+
+  await t.test('a large download: a client that stops reading is cut by the send timeout, one that reads slowly gets all of it', async (t) => {
+    // A source of 12 MB: more than the socket buffers hold (about 4 MB when the client reads nothing).
+    const line = 'a line of a long text, to be downloaded slowly or not at all\n';
+    const text = Buffer.from(line.repeat(Math.ceil(12_000_000 / line.length)));
+    const fd = new FormData();
+    fd.append('file', new Blob([text]), 'long.txt');
+    fd.append('formats', 'markdown');
+    const res = await w.req('POST', '/v1/convert/text', { body: fd });
+    t.equal(res.status, 200);
+    const c = await res.json() as { id: string; files: Array<{ id: string; role: string }> };
+    const src = c.files.find((f) => f.role === 'source')!;
+    const [row] = await w.db.sql`select blob from files where id = ${src.id}`;
+    const blobPath = w.app.deps.blobs.pathOf(row!.blob as string);
+    const request = `GET /v1/conversions/${c.id}/files/${src.id}/content HTTP/1.1\r\nhost: x\r\n${auth}\r\n`;
+
+    const stalled = net.connect(port, '127.0.0.1');
+    stalled.on('error', () => {});
+    t.teardown(() => { stalled.destroy(); });
+    await new Promise<void>((r) => stalled.on('connect', () => r()));
+    stalled.pause();
+    stalled.write(request);
+
+    // The slow reader pauses 2.5 s after every 2.5 MB: slower than the socket, never idle for the
+    // send timeout (10 s), and longer than it in all.
+    const slow = net.connect(port, '127.0.0.1');
+    slow.on('error', () => {});
+    t.teardown(() => { slow.destroy(); });
+    await new Promise<void>((r) => slow.on('connect', () => r()));
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let pauses = 0;
+    slow.on('data', (d: Buffer) => {
+      chunks.push(d);
+      received += d.length;
+      if (received >= (pauses + 1) * 2_500_000) {
+        pauses++;
+        slow.pause();
+        setTimeout(() => slow.resume(), 2500);
+      }
+    });
+    slow.write(request);
+    const started = performance.now();
+    let stalledCutAfter: number | undefined;
+    await sleep(500);
+    t.equal(openFiles().filter((f) => f === blobPath).length, 2, 'both downloads hold the file open');
+    const whole = (): boolean => {
+      const head = Buffer.concat(chunks.slice(0, 4)).indexOf('\r\n\r\n');
+      return head >= 0 && received >= head + 4 + text.length;
+    };
+    while (performance.now() - started < 40_000 && (!whole() || stalledCutAfter === undefined)) {
+      if (stalledCutAfter === undefined && !holdsConnection(port, stalled.localPort!)) stalledCutAfter = performance.now() - started;
+      await sleep(100);
+    }
+    const all = Buffer.concat(chunks);
+    const head = all.indexOf('\r\n\r\n') + 4;
+    t.match(all.subarray(0, head).toString('latin1'), /^HTTP\/1\.1 200 OK\r\n/);
+    t.ok(all.subarray(head).equals(text), `the slow reader got all ${text.length} bytes, pausing ${pauses} times for 2.5 s`);
+    t.ok(pauses >= 4, 'it paused after every 2.5 MB');
+    t.ok(stalledCutAfter !== undefined && stalledCutAfter < 20_000, `the stalled download was cut after ${Math.round(stalledCutAfter ?? -1)} ms`);
+    for (let i = 0; i < 20 && openFiles().includes(blobPath); i++) await sleep(100);
+    t.notOk(openFiles().includes(blobPath), 'and the file is closed');
+    await alive(t);
   });
 
   await t.test('220 connections aborting mid-upload leave no temp file and no leaked descriptor', async (t) => {
@@ -127,7 +223,11 @@ t.test(`hostile clients (${MODES[0]})`, async (t) => {
   });
 
   await t.test('a Content-Length of ten digits gets a 413 problem, not a dropped connection', {
-    todo: 'uWS (native) closes the connection without an answer when Content-Length ≥ 1,000,000,000; no JS handler runs',
+    // uWS 20.30 runs the handler, then its parser refuses a Content-Length of ten digits or more
+    // and closes the connection before uncorking: the answer is dropped. Only an answer larger
+    // than uWS's 16 KB cork buffer gets out (it is flushed while written), so padding the problem
+    // would do it; that is not done.
+    todo: 'uWS (native) closes the connection when Content-Length ≥ 1,000,000,000 and drops the handler\'s corked answer',
   }, async (t) => {
     const r = await exchange(port, `POST /v1/convert/text HTTP/1.1\r\nhost: x\r\n${auth}content-type: multipart/form-data; boundary=b\r\ncontent-length: 1000000000\r\n\r\n`);
     t.match(r.data, /^HTTP\/1\.1 413/);
