@@ -28,6 +28,9 @@ export interface Config {
   maxJsonBytes: number;
   /** Seconds between retention sweeps (SWEEP_INTERVAL_S, default 60; 0 turns the sweeper off). */
   sweepIntervalS: number;
+  /** Seconds between the mending sweeps: lost settles, the gate audit, pending blobs
+   *  (MEND_INTERVAL_S, default 10). */
+  mendIntervalS: number;
   /** Wall-clock limit of one conversion task (TASK_TIMEOUT_S). */
   taskTimeoutS: number;
   /** Heap limit of each worker thread (WORKER_HEAP_MB). */
@@ -78,6 +81,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 100 * MB),
     maxJsonBytes: int(env, 'MAX_JSON_BYTES', 20 * MB),
     sweepIntervalS: int(env, 'SWEEP_INTERVAL_S', 60),
+    mendIntervalS: positive(env, 'MEND_INTERVAL_S', 10),
     taskTimeoutS: int(env, 'TASK_TIMEOUT_S', 120),
     workerHeapMb: int(env, 'WORKER_HEAP_MB', 1024),
     workerNice: atMost(19, 'WORKER_NICE', int(env, 'WORKER_NICE', 10)),

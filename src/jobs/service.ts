@@ -89,6 +89,8 @@ export interface LifecycleOptions {
   /** Jobs this process runs at once. */
   capacity: number;
   pollMs?: number;
+  /** Milliseconds between the mending sweeps (default 10 s). */
+  mendMs?: number;
   /** How URL sources are fetched at admission (ALLOW_PRIVATE_NETWORK; limits and the guard's
    *  check in tests). */
   urlFetch: FetchSettings;
@@ -180,11 +182,13 @@ export class ConversionService {
   private settleTimer?: NodeJS.Timeout;
   private stopping = false;
   private urlFetch: FetchSettings;
+  private mendMs: number;
 
   constructor(private sql: Sql, private blobs: Blobs, private executor: Executor, private billing: Billing, life: LifecycleOptions) {
     this.inline = life.inline;
     this.group = new GroupCommit(sql);
     this.urlFetch = life.urlFetch;
+    this.mendMs = life.mendMs ?? 10_000;
     this.audit = new GateAudit(sql, billing.gate);
     this.runner = new JobRunner(sql, (job, signal) => this.runJob(job, signal), { capacity: life.capacity, pollMs: life.pollMs });
   }
@@ -193,7 +197,7 @@ export class ConversionService {
    *  auditing the gate's copy of the accounts active here against the ledger. */
   start(): void {
     this.runner.start();
-    this.settleTimer = setInterval(() => void this.sweep().catch((err: unknown) => this.billing.onError?.(err, 'settle sweep')), 10_000);
+    this.settleTimer = setInterval(() => void this.sweep().catch((err: unknown) => this.billing.onError?.(err, 'settle sweep')), this.mendMs);
     this.settleTimer.unref();
   }
 

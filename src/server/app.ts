@@ -89,7 +89,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     conversions: new ConversionService(db.sql, blobs, executor, {
       gate, ledger, limits, onError: (err, what) => log.error({ err }, what),
       onMend: (what, counts) => log.warn({ mended: counts }, what),
-    }, { inline, capacity: config.poolThreads * 2, urlFetch: { allowPrivateNetwork: config.allowPrivateNetwork } }),
+    }, { inline, capacity: config.poolThreads * 2, mendMs: config.mendIntervalS * 1000, urlFetch: { allowPrivateNetwork: config.allowPrivateNetwork } }),
   };
 
   metrics.watchGroupCommit(deps.conversions.group.stats);

@@ -31,7 +31,7 @@ t.test('Postgres restarted under load: 503 while down, every accepted conversion
   const relay = await startRelay(Number(new URL(PG_URL).port || 5432));
   const appUrl = new URL(PG_URL);
   appUrl.port = String(relay.port);
-  const w = await startWorld('postgres', { PLAN_OVERRIDES: JSON.stringify({ max: { concurrency: 1000 } }) },
+  const w = await startWorld('postgres', { PLAN_OVERRIDES: JSON.stringify({ max: { concurrency: 1000 } }), MEND_INTERVAL_S: '1' },
     { pool: true, plan: 'max', appDatabaseUrl: appUrl.toString() });
   t.teardown(async () => { await relay.restore(); await w.close(); await relay.close(); rmSync(scratch, { recursive: true, force: true }); });
   const second = await w.newKey({ plan: 'max' });
@@ -100,8 +100,7 @@ t.test('Postgres restarted under load: 503 while down, every accepted conversion
   });
 
   await t.test('credits add up: each reservation settled once, ledger = granted − charged = the gate', async (t) => {
-    // Settles lost in the outage are redone by the settle sweep (every 10 s, for conversions
-    // finished over 5 s ago): give it the time of two sweeps.
+    // What the gate was not told in the outage is mended by the sweeps (every second here).
     let checks = await checkInvariants({ sql: w.db.sql, accountIds: accounts.map((a) => a.accountId), sent, gate: w.app.deps.gate });
     for (let i = 0; i < 50 && checks.some((c) => c.violations > 0); i++) {
       await sleep(500);
@@ -119,7 +118,7 @@ async function heldWorld(t: Test) {
   const appUrl = new URL(PG_URL);
   appUrl.port = String(relay.port);
   const held = new HeldExecutor();
-  const w = await startWorld('postgres', {}, { executor: held, appDatabaseUrl: appUrl.toString() });
+  const w = await startWorld('postgres', { MEND_INTERVAL_S: '1' }, { executor: held, appDatabaseUrl: appUrl.toString() });
   t.teardown(async () => { held.release(); await relay.restore(); await w.close(); await held.close(); await relay.close(); });
   return { relay, held, w };
 }
@@ -195,9 +194,9 @@ t.test('a settle the gate did not hear during an outage is mended by the periodi
   t.same(rows.map((r) => r.kind), ['reserve', 'release', 'charge'], 'the ledger settled with the status');
   for (let i = 0; i < 40 && lost === 0; i++) await sleep(25);
   t.equal(lost, 1, 'the gate was not told');
-  // The sweep (every 10 s) audits the account and settles the reservation in the gate.
+  // The sweep (MEND_INTERVAL_S, 1 s here) audits the account and settles the reservation in the gate.
   let running = await w.app.deps.gate.running(w.accountId);
-  for (let i = 0; i < 80 && running !== 0; i++) {
+  for (let i = 0; i < 20 && running !== 0; i++) {
     await sleep(250);
     running = await w.app.deps.gate.running(w.accountId);
   }
@@ -215,8 +214,9 @@ t.test('a finished conversion left unsettled in the ledger (settled after its co
   const balance = await w.app.deps.ledger.balance(w.accountId);
   // What such a version left: the reservation open in the ledger, the conversion finished.
   await w.db.sql`delete from ledger where conversion_id = ${id} and kind in ('release', 'charge')`;
+  // The sweep takes conversions finished over 5 s ago, every second here.
   let kinds: string[] = [];
-  for (let i = 0; i < 80 && kinds.length < 3; i++) {
+  for (let i = 0; i < 40 && kinds.length < 3; i++) {
     await sleep(250);
     kinds = (await w.db.sql`select kind from ledger where conversion_id = ${id} order by id`).map((r) => r.kind as string);
   }
@@ -246,4 +246,12 @@ t.test('a request waiting on a query the database never answers gets a 503 at th
   t.ok(took < 1_000 + QUERY_DEADLINE_MS + 2_000, `answered after ${took} ms (window 1 s + deadline ${QUERY_DEADLINE_MS} ms)`);
   relay.thaw();
   held.release();
+});
+
+t.test('MEND_INTERVAL_S is checked at start', async (t) => {
+  const { loadConfig } = await import('../../src/config.js');
+  t.equal(loadConfig({}).mendIntervalS, 10, 'default 10 s');
+  t.equal(loadConfig({ MEND_INTERVAL_S: '0.5' }).mendIntervalS, 0.5);
+  t.throws(() => loadConfig({ MEND_INTERVAL_S: '0' }), /MEND_INTERVAL_S must be a positive number/);
+  t.throws(() => loadConfig({ MEND_INTERVAL_S: 'often' }), /MEND_INTERVAL_S must be a positive number/);
 });
