@@ -3,7 +3,7 @@
 // hop re-checked, a byte cap enforced while streaming to a file the caller names, an overall
 // timeout) and says what was fetched: the type the server declared (or that the bytes show), a
 // name that fits it, the final address.
-// The service fetches at admission with it (jobs/service.ts), so that a URL is priced as what it
+// The service fetches at admission with it (jobs/plan.ts), so that a URL is priced as what it
 // fetched and its job converts the fetched document as that kind, without fetching again.
 // convert() below still fetches and hands the file to ctx.convertFile (with baseUrl set to the
 // final address): it serves jobs admitted before that change and direct use of the converter.

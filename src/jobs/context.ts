@@ -1,0 +1,142 @@
+// What the parts of the conversion service share: the context they run in (its dependencies,
+// built once by ConversionService), the shapes that pass between planning, admission, running
+// and waiting, and the limits they read (sync, inline sizes, retention).
+import type { ApiError } from '../errors.js';
+import type { ConverterKind, Count, Peek } from '../converters/types.js';
+import type { FetchSettings } from '../converters/url.js';
+import type { Gate } from '../billing/gate.js';
+import type { Ledger } from '../billing/ledger.js';
+import type { GateAudit } from '../billing/audit.js';
+import type { Plan, PlanLimits } from '../billing/plans.js';
+import type { Sql } from '../store/db.js';
+import type { Blobs } from '../store/blobs.js';
+import type { ConversionRow, FileRow } from '../store/conversions.js';
+import type { Executor } from './executor.js';
+import type { JobRunner } from './runner.js';
+import type { GroupCommit } from './group-commit.js';
+
+/** The service's dependencies and parts, handed to each of its steps. */
+export interface ConversionContext {
+  sql: Sql;
+  blobs: Blobs;
+  /** Where jobs run (the worker pool in the server); while it is `saturated`, new jobs wait in the table. */
+  executor: Executor;
+  /** The executor for small render jobs (Markdown → HTML/text): in-thread, never queued. */
+  inline: Executor;
+  billing: Billing;
+  runner: JobRunner;
+  /** Where finished renders are stored, many conversions per transaction. */
+  group: GroupCommit;
+  /** Mends the gate's copy of active accounts from the ledger (a settle it was not told, …). */
+  audit: GateAudit;
+  urlFetch: FetchSettings;
+  /** True once the service is stopping. */
+  stopping(): boolean;
+}
+
+export type AsyncReason = 'respond_async' | 'too_many_sources' | 'pages_exceed_sync_limit' | 'capacity' | 'wait_timeout';
+
+/** Sync limits of DESIGN.md §4. */
+export const SYNC_MAX_SOURCES = 10;
+export const SYNC_MAX_PDF_PAGES = 50;
+/** Output contents up to this size are returned inline; all are downloadable. */
+export const INLINE_CONTENT_BYTES = 1024 * 1024;
+export const RETENTION_MS = 24 * 60 * 60 * 1000;
+
+export interface Accepted {
+  conversionId: string;
+  /** Settles when the jobs this process started have ended (other processes may run the rest). */
+  done: Promise<void>;
+  pdfPages: number;
+  sources: number;
+  /** The pool was past its high-water mark: the jobs wait in the table for a free place. */
+  capacity: boolean;
+  /** Already terminal when accepted (rendered in the request). */
+  finished?: boolean;
+  /** The stored rows of a conversion finished when accepted, to answer from without reading them back. */
+  snapshot?: { row: ConversionRow; files: FileRow[] };
+}
+
+export interface LifecycleOptions {
+  /** The executor for small render jobs (Markdown → HTML/text): in-thread, never queued. */
+  inline: Executor;
+  /** Jobs this process runs at once. */
+  capacity: number;
+  pollMs?: number;
+  /** Milliseconds between the mending sweeps (default 10 s). */
+  mendMs?: number;
+  /** How URL sources are fetched at admission (ALLOW_PRIVATE_NETWORK; limits and the guard's
+   *  check in tests). */
+  urlFetch: FetchSettings;
+}
+
+/** Hands a file the service staged for a request to that request's clean-ups, which remove it
+ *  whatever happens (a conversion that adopted it has already moved it away). */
+export type Track = (path: string) => void;
+
+/** Render sources up to this size run in-thread; larger ones go to the pool like documents. */
+export const INLINE_RENDER_BYTES = 256 * 1024;
+
+/** A submit either created a conversion or named the one its Idempotency-Key created. */
+export type Submitted =
+  | { kind: 'accepted'; accepted: Accepted }
+  | { kind: 'replay'; conversionId: string };
+
+/** Where the request came from, for the idempotency fingerprint. */
+export interface SubmitContext {
+  method: string;
+  path: string;
+  idempotencyKey?: string;
+}
+
+export interface Billing {
+  gate: Gate;
+  ledger: Ledger;
+  limits(plan: Plan): PlanLimits;
+  /** Failures that no request can be told about (a settle after the response). */
+  onError?(err: unknown, what: string): void;
+  /** The sweeps mended what a fault had left (a settle lost, the gate out of line with the ledger). */
+  onMend?(what: string, counts: Record<string, number>): void;
+}
+
+export interface PlannedEstimate {
+  name: string;
+  /** The first bytes, read once for sniffing and reused by an in-request render. */
+  peek?: Peek;
+  /** The bytes, for a render source held in memory (then `path` is empty). */
+  data?: Buffer;
+  mime: string;
+  bytes: number;
+  path: string;
+  count: Count;
+  credits: number;
+  /** A URL source: where it was finally fetched from and the kind it converts as. */
+  fetched?: FetchedSource;
+  /** A URL source whose fetch failed: it costs nothing and is a failed file at submit. */
+  failure?: ApiError;
+}
+
+export interface FetchedSource {
+  url: string;
+  kind: ConverterKind;
+}
+
+export interface PlannedSource {
+  id: string;
+  name: string;
+  mime: string;
+  bytes: number;
+  /** Where the source's bytes are: a blob, or (a rendered inline source) its row's content. */
+  blob: string | null;
+  content?: string | null;
+  count: Count;
+  credits: number;
+  fetched?: FetchedSource;
+  failure?: ApiError;
+}
+
+export interface Idem {
+  endpoint: string;
+  key: string;
+  fingerprint: string;
+}

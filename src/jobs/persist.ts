@@ -1,0 +1,155 @@
+// Storing an admitted conversion (the last step of admission): its sources staged as blobs in
+// pending/, then one transaction with the conversion, its files, the Postgres idempotency claim,
+// the month's file count, the reservation's ledger row and one durable job per source; the blobs
+// are placed after the commit and this process starts the jobs it has room for. Small Markdown
+// renders are rendered before the insert and stored finished (by group commit when there is no
+// key to claim), with no job at all.
+import { fileProblem, isDependencyDown } from '../errors.js';
+import { isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
+import { recordReservation, settleRows, type Settlement } from '../billing/ledger.js';
+import type { PlanLimits } from '../billing/plans.js';
+import { claimKey, countMonthlyFiles } from '../billing/admission.js';
+import type { Sql } from '../store/db.js';
+import type { Pending } from '../store/blobs.js';
+import { newId } from '../store/ids.js';
+import { insertConversion, finishSource, type NewFile, type ConversionRow } from '../store/conversions.js';
+import type { Principal } from '../server/auth.js';
+import type { ConvertRequest } from '../server/convert-request.js';
+import { fileRowsOf } from './group-commit.js';
+import {
+  INLINE_RENDER_BYTES, RETENTION_MS, SYNC_MAX_SOURCES,
+  type Accepted, type ConversionContext, type Idem, type PlannedEstimate, type PlannedSource,
+} from './context.js';
+import { outputFiles } from './outputs.js';
+import { tellGate } from './settle.js';
+
+/** Thrown inside the insert transaction to roll it back when another request holds the key. */
+export class KeyTaken extends Error {}
+
+/** Stores a conversion admitted under `conversionId` (its reservation, if `gated`, already made) and
+ *  starts its jobs; KeyTaken when another request committed the Idempotency-Key first. */
+export async function persist(ctx: ConversionContext, p: Principal, req: ConvertRequest, planned: PlannedEstimate[], conversionId: string,
+  credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits): Promise<Accepted> {
+  const createdAt = new Date();
+  const expiresAt = req.store ? null : new Date(createdAt.getTime() + RETENTION_MS);
+  // Small Markdown renders are pure and fast: they are rendered before the insert and stored
+  // completed in the same transaction, with no job at all (one commit on the cheap path).
+  const rendered = await renderNow(ctx, req, planned);
+  const sources: PlannedSource[] = planned.map((s) => {
+    const id = newId('file');
+    // A rendered source sent inline is kept in its row like a small output (no job will read
+    // it from disk); bytes Postgres text cannot hold (NUL) go to a blob as any other source.
+    const held = rendered !== undefined && s.data !== undefined && !s.data.includes(0);
+    return {
+      id, name: s.name, mime: s.mime, bytes: s.bytes, count: s.count, credits: s.credits,
+      blob: held ? null : ctx.blobs.nameFor(p.accountId, id), content: held ? s.data!.toString('utf8') : null,
+      fetched: s.fetched, failure: s.failure,
+    };
+  });
+  // A URL whose fetch failed at admission has nothing left to convert: it gets no job.
+  const jobs = sources.flatMap((s) => (s.failure ? [] : [{ id: newId('job'), sourceId: s.id }]));
+  const conv = { id: conversionId, accountId: p.accountId, expiresAt };
+  const outputs: NewFile[][] = [];
+  // The blobs wait in pending/ until the rows are committed (see store/blobs.ts).
+  const staged: Pending[] = [];
+  let snapshot: Accepted['snapshot'];
+  // A conversion whose every URL failed to fetch ends in its insert, settled in it.
+  let settled: Settlement | undefined;
+  const settle = gated
+    ? async (tx: Sql, charged: number): Promise<void> => { settled = await settleRows(tx, p.accountId, conversionId, charged); }
+    : undefined;
+  try {
+    for (let i = 0; i < sources.length; i++) {
+      const s = planned[i]!;
+      const blob = sources[i]!.blob;
+      if (blob) staged.push(await (s.data ? ctx.blobs.stageContent(blob, s.data) : ctx.blobs.stage(s.path, blob)));
+    }
+    if (rendered) {
+      for (let i = 0; i < sources.length; i++) {
+        const out = await outputFiles(ctx, p.accountId, sources[i]!, i, rendered[i]!);
+        outputs.push(out.files);
+        staged.push(...out.staged);
+      }
+    }
+    // Without an Idempotency-Key to claim, a finished render joins the next group commit.
+    if (rendered && !idem) {
+      const finished = finishedRender(p.accountId, conversionId, req, createdAt, expiresAt, sources, rendered, outputs);
+      await ctx.group.add({ ...finished, monthlyFiles: sources.length, monthlyLimit: limits.filesPerMonth });
+      snapshot = { row: finished.row, files: fileRowsOf(finished.row, finished.files) };
+    } else await ctx.sql.begin(async (tx) => {
+      const t = tx as unknown as Sql;
+      if (idem && !await claimKey(t, { accountId: p.accountId, ...idem, conversionId })) throw new KeyTaken();
+      // insertConversion opens its own transaction; inside this one it simply joins it.
+      const joined = Object.assign(Object.create(null), { begin: (fn: (s: Sql) => unknown) => fn(t) }) as Sql;
+      await insertConversion(joined, {
+        id: conversionId, accountId: p.accountId, name: ENDPOINTS[req.kind], operation: isRender(req.kind) ? 'render' : 'parse',
+        options: { ...req.options }, metadata: req.metadata, store: req.store, createdAt, expiresAt, creditsReserved: gated ? credits : 0,
+      }, sources.map((s, i) => ({
+        id: s.id, position: i * 8, role: 'source', name: s.name, mime: s.mime, status: 'queued', bytes: s.bytes,
+        pages: s.failure ? null : s.count.pages, credits: s.credits, blob: s.blob, content: s.content, fetched: s.fetched,
+      })));
+      await countMonthlyFiles(t, p.accountId, sources.length, limits.filesPerMonth);
+      if (gated) await recordReservation(t, p.accountId, conversionId, credits);
+      for (const s of sources) {
+        if (s.failure) await finishSource(joined, conv, s.id, { error: fileProblem(s.failure, `/v1/conversions/${conversionId}`, conversionId) }, undefined, settle);
+      }
+      if (rendered) {
+        for (let i = 0; i < sources.length; i++) {
+          await finishSource(joined, conv, sources[i]!.id, { outputs: outputs[i]!, pages: rendered[i]!.pageCount, credits: 0 });
+        }
+        return;
+      }
+      // One durable job per source, committed with the conversion: if this process dies now,
+      // another one finds the jobs and runs them.
+      if (jobs.length === 0) return;
+      await t`insert into jobs ${t(jobs.map((j) => ({
+        id: j.id, conversion_id: conversionId, source_id: j.sourceId, account_id: p.accountId,
+      })))}`;
+    });
+  } catch (err) {
+    // Refused or rolled back: the blobs go. A lost connection may have lost only the commit's
+    // answer: the pending sweep keeps or removes them by the rows.
+    if (!isDependencyDown(err)) await ctx.blobs.discard(staged);
+    throw err;
+  }
+  await ctx.blobs.place(staged);
+  // PDF pages sent, or fetched from a URL, count towards the sync limit alike.
+  const pdfPagesOf = (): number => sources.reduce((a, s) => a + ((s.fetched?.kind ?? req.kind) === 'pdf' ? s.count.pages : 0), 0);
+  if (rendered) return { conversionId, done: Promise.resolve(), pdfPages: pdfPagesOf(), sources: sources.length, capacity: false, finished: true, snapshot };
+  if (jobs.length === 0) {
+    // Every URL failed to fetch: the conversion ended failed (and settled) in its insert.
+    if (settled) await tellGate(ctx, p.accountId, conversionId, settled);
+    return { conversionId, done: Promise.resolve(), pdfPages: 0, sources: sources.length, capacity: false, finished: true };
+  }
+  const capacity = !isRender(req.kind) && ctx.executor.saturated?.() === true;
+  const started = capacity ? [] : await ctx.runner.runNow(jobs.map((j) => j.id));
+  const done = Promise.all(started).then(() => undefined);
+  return { conversionId, done, pdfPages: pdfPagesOf(), sources: sources.length, capacity };
+}
+
+/** Renders small Markdown sources in this thread; undefined when the request is not that. */
+async function renderNow(ctx: Pick<ConversionContext, 'inline'>, req: ConvertRequest, planned: PlannedEstimate[]): Promise<RunResult[] | undefined> {
+  if (!isRender(req.kind) || planned.length > SYNC_MAX_SOURCES || planned.some((s) => s.bytes > INLINE_RENDER_BYTES)) return undefined;
+  try {
+    const signal = new AbortController().signal;
+    return await Promise.all(planned.map((s) => ctx.inline.run(
+      { kind: req.kind, path: s.path, data: s.data, name: s.name, mime: s.mime, options: req.options, peek: s.peek }, signal)));
+  } catch {
+    return undefined; // rendered as jobs instead, where a failure is recorded per file
+  }
+}
+
+/** The rows of a render conversion whose every source was rendered in the request. */
+function finishedRender(accountId: string, id: string, req: ConvertRequest, createdAt: Date, expiresAt: Date | null,
+  sources: PlannedSource[], rendered: RunResult[], outputs: NewFile[][]): { row: ConversionRow; files: NewFile[] } {
+  const row: ConversionRow = {
+    id, account_id: accountId, name: ENDPOINTS[req.kind], operation: 'render', status: 'completed', async_reason: null,
+    options: { ...req.options }, metadata: req.metadata ?? null, store: req.store, credits_reserved: 0, credits_charged: 0,
+    created_at: createdAt, completed_at: new Date(), expires_at: expiresAt,
+  };
+  const files: NewFile[] = sources.flatMap((s, i) => [{
+    id: s.id, position: i * 8, role: 'source' as const, name: s.name, mime: s.mime, status: 'completed' as const,
+    bytes: s.bytes, pages: rendered[i]!.pageCount, credits: 0, blob: s.blob, content: s.content,
+  }, ...outputs[i]!]);
+  return { row, files };
+}

@@ -1,0 +1,92 @@
+// Planning a request's sources (ConversionService.plan, for estimate and submit alike): sniff,
+// count and price each one. A URL source is fetched here, at admission, and priced as the fetch
+// plus what it fetched, as its kind, so the estimate is exact and submit reserves exactly that;
+// a fetch that fails is kept as that source's failure (it costs nothing).
+import { randomBytes } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { ApiError } from '../errors.js';
+import { sniff, peekBytes, peekFile, converterForMime } from '../converters/registry.js';
+import { renderCount } from '../converters/markdown.js';
+import type { Converter, ConvertOptions, Count } from '../converters/types.js';
+import { fetchDocument, readUrl } from '../converters/url.js';
+import { priceSource } from '../billing/pricing.js';
+import type { ConvertRequest, StagedSource } from '../server/convert-request.js';
+import type { ConversionContext, PlannedEstimate, Track } from './context.js';
+
+/** What planning reads of the service. */
+type Planning = Pick<ConversionContext, 'blobs' | 'urlFetch'>;
+
+/** URL sources of one request fetched at once, at admission. */
+const URL_FETCHES_AT_ONCE = 4;
+
+/**
+ * Sniffs, counts and prices every staged source; 415 for a source that is not of the
+ * endpoint's kind. A URL source is fetched here into a file handed to `track`, and priced as
+ * the fetch plus what it fetched; a fetch that fails is kept as the source's `failure`.
+ */
+export async function planSources(ctx: Planning, req: ConvertRequest, track: Track): Promise<PlannedEstimate[]> {
+  if (req.kind === 'url') {
+    // Every source is a URL before anything is fetched.
+    for (const s of req.sources) await sniff(req.kind, await peekFile(s.path, s.name, s.mime));
+    return inOrder(req.sources, URL_FETCHES_AT_ONCE, (s) => planFetch(ctx, s, req.options, track));
+  }
+  const out: PlannedEstimate[] = [];
+  for (const s of req.sources) {
+    const peek = s.data ? peekBytes(s.data, s.name, s.mime) : await peekFile(s.path, s.name, s.mime);
+    const conv = await sniff(req.kind, peek);
+    const count = s.data ? renderCount(s.data.length) : await countOf(conv, s.path, s.name, req.options);
+    const mime = s.mime && s.mime !== 'application/octet-stream' ? s.mime : conv.mediaTypes[0]!;
+    out.push({
+      name: s.name, peek, mime, bytes: s.bytes, path: s.path, data: s.data, count, credits: priceSource(req.kind, count, req.options),
+    });
+  }
+  return out;
+}
+
+/** Fetches one URL source next to the staged files and prices what came back, as its kind. */
+async function planFetch(ctx: Planning, s: StagedSource, options: ConvertOptions, track: Track): Promise<PlannedEstimate> {
+  const target = path.join(ctx.blobs.tmpDir, `fetch_${randomBytes(12).toString('hex')}`);
+  try {
+    const doc = await fetchDocument(await readUrl(s.path), target, ctx.urlFetch);
+    // The dispatch the URL converter makes: the declared (or sniffed) type, then the bytes.
+    const conv = await converterForMime({ bytes: doc.head, name: doc.name, mime: doc.mime });
+    const count = await countOf(conv, doc.file, doc.name, options);
+    return {
+      name: s.name, mime: doc.mime, bytes: (await stat(doc.file)).size, path: doc.file, count,
+      credits: priceSource('url', count, options, { kind: conv.kind, count }),
+      fetched: { url: doc.finalUrl.href, kind: conv.kind },
+    };
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    // The source stays the address it was; nothing was fetched to charge for.
+    const mime = s.mime && s.mime !== 'application/octet-stream' ? s.mime : 'text/uri-list';
+    return { name: s.name, mime, bytes: s.bytes, path: s.path, count: { pages: 0, units: 0 }, credits: 0, failure: err };
+  } finally {
+    track(target);
+  }
+}
+
+/** A converter's count; a failure that is not already an ApiError is the document's fault (422). */
+async function countOf(conv: Converter, file: string, name: string, options: ConvertOptions): Promise<Count> {
+  try {
+    return await conv.count(file, options);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('invalid_document', `"${name}" could not be read: ${(err as Error).message}`);
+  }
+}
+
+/** `fn` over `items`, at most `limit` at a time; the results in the items' order. */
+async function inOrder<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return out;
+}

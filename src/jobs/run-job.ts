@@ -1,0 +1,149 @@
+// Running one durable job (the JobRunner's handler): convert the source on the executor — small
+// renders in-thread, the rest on the pool — and record its outcome guarded by the job's lease,
+// retried while the database is away. The process that finishes a conversion's last source
+// settles its credits in that transaction and tells the gate after.
+import { stat } from 'node:fs/promises';
+import { ApiError, fileProblem, isDependencyDown } from '../errors.js';
+import { isRender, ENDPOINTS } from '../converters/registry.js';
+import type { ConverterKind, ConvertOptions, Count } from '../converters/types.js';
+import { priceSource } from '../billing/pricing.js';
+import { settleRows, type Settlement } from '../billing/ledger.js';
+import type { Sql } from '../store/db.js';
+import type { Pending } from '../store/blobs.js';
+import { markSourceRunning, finishSource, type ConversionStatus } from '../store/conversions.js';
+import type { ConvertRequest } from '../server/convert-request.js';
+import { completeJob, handBack, recordedStatus, setProgress, LEASE_S, MAX_ATTEMPTS, type JobRow } from './queue.js';
+import { INLINE_RENDER_BYTES, type ConversionContext, type FetchedSource, type PlannedSource } from './context.js';
+import { outputFiles } from './outputs.js';
+import { tellGate } from './settle.js';
+
+const PROGRESS_EVERY_MS = 500;
+
+/**
+ * Runs one durable job in this process: converts its source and records the outcome, guarded
+ * by the job's lease so that only the process that holds the job can finish it. The process
+ * that finishes a conversion's last source settles its credits.
+ */
+export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortSignal): Promise<void> {
+  const [c] = await ctx.sql`
+    select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, f.fetched_from, f.fetched_kind,
+           c.id, c.account_id, c.name as endpoint, c.options, c.operation, c.expires_at
+    from files f join conversions c on c.id = f.conversion_id where f.id = ${job.source_id}`;
+  if (!c) return; // deleted under us: the job row went with it
+  const kind = kindOfEndpoint(c.endpoint as string)!;
+  const conv = { id: c.id as string, accountId: c.account_id as string, expiresAt: c.expires_at as Date | null };
+  const guard = (tx: Sql): Promise<boolean> => completeJob(tx, ctx.runner.owner, job.id);
+  const options = c.options as ConvertRequest['options'];
+  // A URL fetched at admission: its blob is the document, converted as the kind it was priced
+  // as, links resolved against the address it came from. (A URL admitted before fetching moved
+  // to admission has none: the URL converter fetches it, as it did then.)
+  const fetched: FetchedSource | undefined = c.fetched_kind
+    ? { kind: c.fetched_kind as ConverterKind, url: c.fetched_from as string } : undefined;
+  const source: PlannedSource = {
+    id: c.source_id as string, name: c.name as string, mime: c.mime as string, bytes: 0, blob: c.blob as string,
+    count: { pages: 0, units: 0 }, credits: Number(c.credits ?? 0),
+  };
+  // The credits are settled in the transaction that ends the conversion; the gate is told after.
+  let settled: Settlement | undefined;
+  const settle = c.operation === 'render' ? undefined
+    : async (tx: Sql, charged: number): Promise<void> => { settled = await settleRows(tx, conv.accountId, conv.id, charged); };
+  // Retried while the database is away. A retry that finds the job already done by this process
+  // follows a commit whose answer was lost: the outcome is recorded, its outputs must stay.
+  let tries = 0;
+  const record = (outcome: Parameters<typeof finishSource>[3]): Promise<ConversionStatus | null> => recording(signal, async () => {
+    const retry = tries++ > 0;
+    const recorded = await finishSource(ctx.sql, conv, source.id, outcome, guard, settle);
+    return recorded === null && retry ? recordedStatus(ctx.sql, ctx.runner.owner, job.id) : recorded;
+  });
+  let status: ConversionStatus | null;
+  let converting = false;
+  let staged: Pending[] = [];
+  // The source waits in pending/ for a moment after its commit (or, after a crash there, until
+  // the pending sweep places it): try again later rather than fail the document.
+  const blob = c.blob as string;
+  if (!(await ctx.blobs.exists(blob)) && (await ctx.blobs.isPending(blob))) {
+    await handBack(ctx.sql, ctx.runner.owner, [job.id]).catch(() => {});
+    return;
+  }
+  try {
+    if (job.attempts > MAX_ATTEMPTS) {
+      throw new ApiError('invalid_document', `The conversion stopped its worker ${job.attempts - 1} times; the document is not converted.`);
+    }
+    await markSourceRunning(ctx.sql, conv.id, source.id);
+    let last = 0;
+    const onProgress = (done: number, total: number): void => {
+      const now = Date.now();
+      if (now - last < PROGRESS_EVERY_MS && done < total) return;
+      last = now;
+      void setProgress(ctx.sql, ctx.runner.owner, job.id, done, total).catch(() => {});
+    };
+    // A job's source is always a blob: only sources rendered in their request are kept in rows.
+    const file = ctx.blobs.pathOf(c.blob as string);
+    const small = isRender(kind) && (await stat(file)).size <= INLINE_RENDER_BYTES;
+    const task = fetched
+      ? { kind: fetched.kind, options: { ...options, baseUrl: fetched.url } }
+      : { kind, options };
+    converting = true;
+    const result = await (small ? ctx.inline : ctx.executor).run(
+      { ...task, path: file, name: source.name, mime: source.mime }, signal, onProgress,
+    );
+    converting = false;
+    const index = Math.floor(Number(c.position) / 8);
+    const out = await outputFiles(ctx, conv.accountId, source, index, result);
+    staged = out.staged;
+    const credits = chargeFor(kind, fetched?.kind, result.pageCount, options, source.credits);
+    status = await record({ outputs: out.files, pages: result.pageCount, credits });
+  } catch (err) {
+    if (!converting && isDependencyDown(err)) {
+      // The database failed, not the document: the job goes back to the queue for another try
+      // (not counted as an attempt), or, while the database is still away, its lease runs out.
+      // Staged outputs stay for the pending sweep: the commit may have happened.
+      await handBack(ctx.sql, ctx.runner.owner, [job.id]).catch(() => {});
+      return;
+    }
+    await ctx.blobs.discard(staged);
+    staged = [];
+    const problem = fileProblem(err, `/v1/conversions/${conv.id}`, conv.id);
+    status = await record({ error: problem }).catch(() => null);
+  }
+  // Recorded: the outputs go in place. Refused by the guard (another process holds the job now):
+  // this run's copies go.
+  if (status) await ctx.blobs.place(staged).catch((err: unknown) => ctx.billing.onError?.(err, `placing outputs of ${conv.id}`));
+  else await ctx.blobs.discard(staged);
+  if (settled) await tellGate(ctx, conv.accountId, conv.id, settled);
+}
+
+/**
+ * Records a job's outcome, trying again while the database is away: the conversion is done and
+ * its lease holds for LEASE_S, so the outcome is kept rather than converted again after a
+ * takeover. Gives up after LEASE_S (the lease is then likely gone: the guard would refuse) or
+ * when the job is aborted.
+ */
+export async function recording<T>(signal: AbortSignal, write: () => Promise<T>, budgetMs = LEASE_S * 1000): Promise<T> {
+  const until = Date.now() + budgetMs;
+  for (let pause = 100; ; pause = Math.min(pause * 2, 1000)) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isDependencyDown(err) || signal.aborted || Date.now() + pause > until) throw err;
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+}
+
+/**
+ * What a converted source costs: the price reserved for it, except that a PDF (sent, or fetched
+ * from a URL) costs the pages the converter processed, never more than was reserved.
+ */
+function chargeFor(kind: ConverterKind, fetchedKind: ConverterKind | undefined, pageCount: number,
+  options: ConvertOptions, reserved: number): number {
+  const pages: Count = { pages: pageCount, units: pageCount };
+  if (kind === 'pdf') return Math.min(reserved, priceSource('pdf', pages, options));
+  if (kind === 'url' && fetchedKind === 'pdf') return Math.min(reserved, priceSource('url', pages, options, { kind: 'pdf', count: pages }));
+  return reserved;
+}
+
+export function kindOfEndpoint(segment: string): ConverterKind | undefined {
+  for (const [kind, ep] of Object.entries(ENDPOINTS)) if (ep === segment) return kind as ConverterKind;
+  return undefined;
+}

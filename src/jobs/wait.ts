@@ -1,0 +1,45 @@
+// Answering inside the wait window: why a conversion cannot be answered synchronously, and the
+// wait for it (its own jobs, then the database for jobs another process took) that ends with it
+// terminal or with the async reason stored on its row for the 202.
+import { answered } from '../store/db.js';
+import { setAsyncReason } from '../store/conversions.js';
+import { SYNC_MAX_PDF_PAGES, SYNC_MAX_SOURCES, type Accepted, type AsyncReason, type ConversionContext } from './context.js';
+
+const TERMINAL: ReadonlySet<string> = new Set(['completed', 'completed_with_errors', 'failed']);
+
+/** Why this conversion cannot be answered synchronously, if it cannot. */
+export function syncRefusal(a: Accepted): AsyncReason | undefined {
+  if (a.sources > SYNC_MAX_SOURCES) return 'too_many_sources';
+  if (a.pdfPages > SYNC_MAX_PDF_PAGES) return 'pages_exceed_sync_limit';
+  return undefined;
+}
+
+/** Waits up to `seconds` for the conversion; returns the async reason when it is still going. */
+export async function waitFor(ctx: Pick<ConversionContext, 'sql'>, a: Accepted, seconds: number,
+  reason: AsyncReason | undefined): Promise<AsyncReason | undefined> {
+  let why = reason ?? syncRefusal(a) ?? (a.capacity ? 'capacity' : undefined);
+  if (!why && seconds <= 0) why = 'respond_async';
+  // Rendered in the request: done, unless the client asked not to wait (its preference holds).
+  if (a.finished && !why) return undefined;
+  if (!why) {
+    const deadline = Date.now() + seconds * 1000;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      a.done.catch(() => {}),
+      new Promise<void>((r) => { timer = setTimeout(r, seconds * 1000); }),
+    ]);
+    clearTimeout(timer);
+    // Jobs another process took are followed in the database until the window ends.
+    while (!(await isTerminal(ctx, a.conversionId)) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    if (!(await isTerminal(ctx, a.conversionId))) why = 'wait_timeout';
+  }
+  if (why) await answered(setAsyncReason(ctx.sql, a.conversionId, why));
+  return why;
+}
+
+async function isTerminal(ctx: Pick<ConversionContext, 'sql'>, conversionId: string): Promise<boolean> {
+  const [row] = await answered(ctx.sql`select status from conversions where id = ${conversionId}`);
+  return !row || TERMINAL.has(row.status as string);
+}
