@@ -22,7 +22,7 @@ const PROGRESS_EVERY_MS = 500;
 /**
  * Runs one durable job in this process: converts its source and records the outcome, guarded
  * by the job's lease so that only the process that holds the job can finish it. The process
- * that finishes a conversion's last source settles its credits.
+ * that finishes a conversion's last source settles its credits in the same transaction.
  */
 export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortSignal): Promise<void> {
   const [c] = await ctx.sql`

@@ -8,11 +8,14 @@
 //   rate limited (in the routes) and still checked against the plan's file limits.
 // - Every other submit makes ONE gate.reserve (credits + concurrency slot + the Redis idempotency
 //   claim). The reserve row goes into the ledger in the transaction that inserts the conversion;
-//   if that transaction fails, the gate reservation is released.
+//   if that transaction fails, the gate reservation is released — at once when the database
+//   said so, or, when the database went away and the commit may have happened, once the ledger
+//   answers without the row.
 // - Idempotency is also claimed in Postgres in that transaction (idempotency_keys), so that a
 //   lost Redis cannot create a second conversion: a conflict there is answered as a replay.
 // - A finished conversion is charged the credits of its completed sources (failed ones cost
-//   nothing); a conversion deleted before it settled is charged nothing.
+//   nothing), in the transaction that ends it; the gate is told after (the gate audit mends a
+//   telling that is lost). A conversion deleted before it settled is charged nothing.
 // - A URL is fetched at admission (plan), by estimate and submit alike, and priced as the fetch
 //   plus what it fetched, as its kind: the estimate is exact and submit reserves exactly that.
 //   The fetched document becomes the source's blob and its job converts it without fetching
@@ -136,7 +139,7 @@ export class ConversionService {
   /**
    * Runs one durable job in this process: converts its source and records the outcome, guarded
    * by the job's lease so that only the process that holds the job can finish it. The process
-   * that finishes a conversion's last source settles its credits.
+   * that finishes a conversion's last source settles its credits in the same transaction.
    */
   runJob(job: JobRow, signal: AbortSignal): Promise<void> {
     return running.runJob(this.ctx, job, signal);
