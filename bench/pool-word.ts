@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { InlineExecutor, type Executor, type ExecutorSettings } from '../src/jobs/executor.js';
 import { PoolExecutor } from '../src/pool/pool.js';
+import { WORKER_NICE_INCREMENT } from '../src/pool/worker.js';
 import { wordFiles, type CorpusFile } from './corpus.js';
 
 interface Args { files: number; sections: number; rounds: number; threads: number; heaps: Array<number | undefined>; nice?: number }
@@ -107,7 +108,7 @@ try {
       'wall min–max': `${Math.min(...s.map((x) => x.wallMs)).toFixed(1)}–${Math.max(...s.map((x) => x.wallMs)).toFixed(1)}`,
     };
   }));
-  console.log(`${args.files} .docx × ${args.rounds} rounds, one task at a time; pool threads at nice +${args.nice ?? 'default'}; load average now ${os.loadavg()[0]!.toFixed(2)} on ${os.availableParallelism()} cores`);
+  console.log(`${args.files} .docx × ${args.rounds} rounds, one task at a time; pool threads at nice +${args.nice ?? `${WORKER_NICE_INCREMENT} (the pool's default)`}; load average now ${os.loadavg()[0]!.toFixed(2)} on ${os.availableParallelism()} cores`);
 } finally {
   for (const v of variants) await v.exec.close();
   rmSync(dir, { recursive: true, force: true });
