@@ -1,38 +1,52 @@
-// `npm run bench:pool [-- --files N --sections N --rounds N --threads N --heaps 1024,default]`:
-// the cost of one Word conversion in this thread (InlineExecutor) against the same conversion on a
-// pool thread (PoolExecutor, one pool per heap limit in --heaps, `default` = the pool's own; the
-// threads at the pool's nice increment unless --nice says otherwise), one task at a time, over the same .docx reports scenario D converts. The variants run interleaved, one pass each per round in a
-// rotating order, so that other work on a shared machine lands on all of them alike; the table
-// shows medians over the rounds. Besides wall time per document it shows, from
-// /proc/self/task/*/schedstat, the CPU time every thread of this process spent per document and
-// the time threads spent runnable but waiting for a CPU: a pool thread that does the same work as
-// the inline run but waits longer is losing the CPU to other processes, not doing more work.
+// `npm run bench:pool [-- --kind word|image --files N --rounds N --threads N --heaps 1024,default
+// --nice N]`: the cost of one conversion in this thread (InlineExecutor) against the same
+// conversion on a pool thread (PoolExecutor: one pool per heap limit in --heaps, `default` being
+// the pool's own; threads at the pool's nice increment unless --nice says otherwise), one task at
+// a time, over the documents scenario D (word: .docx reports) or C (image: scans, OCR) converts.
+// The variants run interleaved, one pass each per round in a rotating order, so that other work
+// on a shared machine lands on all of them alike; the table shows medians over the rounds.
+// Besides wall time per document it shows, from /proc/self/task/*/schedstat, the CPU time all
+// threads of this process spent per document (V8's GC helper threads included) and the time
+// threads spent runnable but waiting for a CPU: a variant that does more work shows in the first,
+// one that loses the CPU to other processes in the second.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { InlineExecutor, type Executor, type ExecutorSettings } from '../src/jobs/executor.js';
 import { PoolExecutor } from '../src/pool/pool.js';
 import { WORKER_NICE_INCREMENT } from '../src/pool/worker.js';
-import { wordFiles, type CorpusFile } from './corpus.js';
+import { scanImages, wordFiles, type CorpusFile } from './corpus.js';
 
-interface Args { files: number; sections: number; rounds: number; threads: number; heaps: Array<number | undefined>; nice?: number }
+/** The documents of each kind (as the bench scenarios make them) and a check of one result. */
+const KINDS = {
+  word: { files: (dir: string, n: number) => wordFiles(dir, n, 8), defaultFiles: 20, expect: /^# Report \d+/ },
+  image: { files: (dir: string, n: number) => scanImages(dir, n, 10), defaultFiles: 4, expect: /\w+ \w+ \w+/ },
+} as const;
+type Kind = keyof typeof KINDS;
 
-const USAGE = 'usage: npm run bench:pool -- [--files N] [--sections N] [--rounds N] [--threads N] [--heaps 1024,default] [--nice N]';
+interface Args { kind: Kind; files?: number; rounds: number; threads: number; heaps: Array<number | undefined>; nice?: number }
+
+const USAGE = 'usage: npm run bench:pool -- [--kind word|image] [--files N] [--rounds N] [--threads N] [--heaps 1024,default] [--nice N]';
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { files: 20, sections: 8, rounds: 7, threads: 2, heaps: [1024, undefined] };
+  const a: Args = { kind: 'word', rounds: 7, threads: 2, heaps: [1024, undefined] };
   for (let i = 0; i < argv.length; i += 2) {
     const flag = argv[i]!;
     const value = argv[i + 1] ?? '';
+    if (flag === '--kind') {
+      if (!(value in KINDS)) throw new Error(`${USAGE}; got --kind ${value}`);
+      a.kind = value as Kind;
+      continue;
+    }
     if (flag === '--heaps') {
       a.heaps = value.split(',').map((h) => (h === 'default' ? undefined : Number(h)));
       if (a.heaps.some((h) => h !== undefined && !(Number.isInteger(h) && h > 0))) throw new Error(`${USAGE}; got --heaps ${value}`);
       continue;
     }
-    const m = /^--(files|sections|rounds|threads|nice)$/.exec(flag);
+    const m = /^--(files|rounds|threads|nice)$/.exec(flag);
     const v = Number(value);
     if (!m || !Number.isInteger(v) || v < (flag === '--nice' ? 0 : 1)) throw new Error(`${USAGE}; got ${flag} ${value}`);
-    a[m[1] as 'files' | 'sections' | 'rounds' | 'threads' | 'nice'] = v;
+    a[m[1] as 'files' | 'rounds' | 'threads' | 'nice'] = v;
   }
   return a;
 }
@@ -55,13 +69,13 @@ function schedTotals(): { cpu: number; wait: number } {
 
 interface Sample { wallMs: number; cpuMs: number; waitMs: number }
 
-async function pass(exec: Executor, files: readonly CorpusFile[]): Promise<Sample> {
+async function pass(exec: Executor, kind: Kind, files: readonly CorpusFile[]): Promise<Sample> {
   const never = new AbortController().signal;
   const s0 = schedTotals();
   const t0 = performance.now();
   for (const f of files) {
-    const r = await exec.run({ kind: 'word', path: f.path, name: f.name, options: { formats: ['markdown'] } }, never);
-    if (!r.outputs[0]?.content.includes('Report')) throw new Error(`${f.name}: no Markdown came back`);
+    const r = await exec.run({ kind, path: f.path, name: f.name, options: { formats: ['markdown'] } }, never);
+    if (!KINDS[kind].expect.test(r.outputs[0]?.content ?? '')) throw new Error(`${f.name}: no Markdown came back`);
   }
   const wall = performance.now() - t0;
   const s1 = schedTotals();
@@ -84,14 +98,14 @@ for (const heapMb of args.heaps) {
   variants.push({ name: `pool ×${args.threads}, heap ${exec.heapMb} MB${heapMb === undefined ? ' (default)' : ''}`, exec });
 }
 try {
-  const files = await wordFiles(path.join(dir, 'docx'), args.files, args.sections);
+  const files = await KINDS[args.kind].files(path.join(dir, args.kind), args.files ?? KINDS[args.kind].defaultFiles);
   // warm-up: every pool thread loads the converter and runs the code path a few times
-  for (const v of variants) for (let k = 0; k < args.threads * 2; k++) await pass(v.exec, files.slice(0, 3));
+  for (const v of variants) for (let k = 0; k < args.threads * 2; k++) await pass(v.exec, args.kind, files.slice(0, 3));
   const samples = new Map<string, Sample[]>(variants.map((v) => [v.name, []]));
   for (let r = 0; r < args.rounds; r++) {
     for (let k = 0; k < variants.length; k++) {
       const v = variants[(r + k) % variants.length]!;
-      samples.get(v.name)!.push(await pass(v.exec, files));
+      samples.get(v.name)!.push(await pass(v.exec, args.kind, files));
     }
     console.error(`round ${r + 1}/${args.rounds} done`);
   }
@@ -108,7 +122,7 @@ try {
       'wall min–max': `${Math.min(...s.map((x) => x.wallMs)).toFixed(1)}–${Math.max(...s.map((x) => x.wallMs)).toFixed(1)}`,
     };
   }));
-  console.log(`${args.files} .docx × ${args.rounds} rounds, one task at a time; pool threads at nice +${args.nice ?? `${WORKER_NICE_INCREMENT} (the pool's default)`}; load average now ${os.loadavg()[0]!.toFixed(2)} on ${os.availableParallelism()} cores`);
+  console.log(`${args.kind}: ${files.length} files × ${args.rounds} rounds, one task at a time; pool threads at nice +${args.nice ?? `${WORKER_NICE_INCREMENT} (the pool's default)`}; load average now ${os.loadavg()[0]!.toFixed(2)} on ${os.availableParallelism()} cores`);
 } finally {
   for (const v of variants) await v.exec.close();
   rmSync(dir, { recursive: true, force: true });
