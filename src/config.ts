@@ -33,7 +33,7 @@ export interface Config {
   mendIntervalS: number;
   /** Wall-clock limit of one conversion task (TASK_TIMEOUT_S). */
   taskTimeoutS: number;
-  /** Heap limit of each worker thread (WORKER_HEAP_MB). */
+  /** Heap limit of each worker thread (WORKER_HEAP_MB, default 2048: pool.ts DEFAULT_HEAP_MB says why not less). */
   workerHeapMb: number;
   /** Nice increment of the converter threads (WORKER_NICE, 0–19, default 10). */
   workerNice: number;
@@ -83,7 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sweepIntervalS: int(env, 'SWEEP_INTERVAL_S', 60),
     mendIntervalS: positive(env, 'MEND_INTERVAL_S', 10),
     taskTimeoutS: int(env, 'TASK_TIMEOUT_S', 120),
-    workerHeapMb: int(env, 'WORKER_HEAP_MB', 1024),
+    workerHeapMb: int(env, 'WORKER_HEAP_MB', 2048),
     workerNice: atMost(19, 'WORKER_NICE', int(env, 'WORKER_NICE', 10)),
     shutdownGraceS: int(env, 'SHUTDOWN_GRACE_S', 25),
     webhookTimeScale: positive(env, 'WEBHOOK_TIME_SCALE', 1),

@@ -19,8 +19,8 @@ export interface PoolOptions {
   threads?: number;
   /** Wall-clock limit of one task once it runs; default 120 s. */
   taskTimeoutMs?: number;
-  /** Each thread's V8 old-generation heap limit; default 1024 MB. Buffers and WASM memory
-   *  live outside it. */
+  /** Each thread's V8 old-generation heap limit; default DEFAULT_HEAP_MB. Buffers and WASM
+   *  memory live outside it. */
   heapMb?: number;
   /** Nice increment of the converter threads over the process (Linux; 0 = none; default 10). */
   nice?: number;
@@ -36,6 +36,17 @@ export interface PoolOptions {
 export interface PoolTask extends Task {
   testModule?: string;
 }
+
+/**
+ * The default heap limit of a thread. Not only a ceiling: V8 sizes a heap's growth between full
+ * collections by its limit. Below 2048 MB (on 64-bit builds without pointer compression, such as
+ * Node's) it lets the old generation grow by at most 1.3–2× of what survived the last full
+ * collection instead of 4×, and a thread converting document after document with a small live
+ * heap runs a full collection for nearly every document: at 1024 MB a Word report took 2–3× the
+ * CPU time it takes on the main thread (`npm run bench:pool`). From 2048 MB up a thread grows its
+ * heap as the main thread does; the limit still stops a runaway document.
+ */
+export const DEFAULT_HEAP_MB = 2048;
 
 // When this file runs from source under tsx, the thread must go through the tsx bootstrap.
 const WORKER_FILE = import.meta.url.endsWith('.ts')
@@ -55,7 +66,7 @@ export class PoolExecutor implements Executor {
   constructor(private settings: ExecutorSettings, opts: PoolOptions = {}) {
     this.threads = Math.max(1, opts.threads ?? os.availableParallelism());
     this.taskTimeoutMs = opts.taskTimeoutMs ?? 120_000;
-    this.heapMb = opts.heapMb ?? 1024;
+    this.heapMb = opts.heapMb ?? DEFAULT_HEAP_MB;
     this.highWaterMark = opts.highWaterMark ?? this.threads * 4;
     this.allowTestModules = opts.allowTestModules === true;
     this.pool = new Piscina<WorkerRequest, WorkerReply>({

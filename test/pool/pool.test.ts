@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiError } from '../../src/errors.js';
-import { PoolExecutor, type PoolTask } from '../../src/pool/pool.js';
+import { DEFAULT_HEAP_MB, PoolExecutor, type PoolTask } from '../../src/pool/pool.js';
 import { WORKER_NICE_INCREMENT } from '../../src/pool/worker.js';
 import { loadConfig } from '../../src/config.js';
 
@@ -156,6 +156,20 @@ t.test('a task that allocates without bound fails with the out-of-memory error a
     { name: 'ApiError', code: 'invalid_document', message: 'The conversion ran out of memory (heap limit 64 MB)' });
   const r = await small.run({ kind: 'text', path: doc('still here\n'), name: 'a.txt', options: { formats: ['markdown'] } }, live());
   t.equal(r.outputs[0]!.content, 'still here\n');
+});
+
+t.test('threads get a heap limit of at least 2048 MB by default, below which V8 grows their heap too little', async (t) => {
+  t.ok(DEFAULT_HEAP_MB >= 2048, `the default is ${DEFAULT_HEAP_MB} MB`);
+  t.equal(loadConfig({}).workerHeapMb, DEFAULT_HEAP_MB, 'WORKER_HEAP_MB defaults to the pool\'s default');
+  t.equal(loadConfig({ WORKER_HEAP_MB: '3000' }).workerHeapMb, 3000);
+  const r = await pool.run(stub('heap'), live());
+  const { heapLimitMb } = JSON.parse(r.outputs[0]!.content) as { heapLimitMb: number };
+  // V8's limit counts the young generation on top of the old generation's
+  t.ok(heapLimitMb >= DEFAULT_HEAP_MB && heapLimitMb < DEFAULT_HEAP_MB + 256, `a thread's heap limit is ${heapLimitMb} MB`);
+  const small = new PoolExecutor(settings, { threads: 1, heapMb: 300, allowTestModules: true });
+  t.teardown(() => small.close());
+  const s = JSON.parse((await small.run(stub('heap'), live())).outputs[0]!.content) as { heapLimitMb: number };
+  t.ok(s.heapLimitMb >= 300 && s.heapLimitMb < 300 + 256, `with heapMb 300 it is ${s.heapLimitMb} MB`);
 });
 
 t.test('a pool refuses test modules unless it was built to allow them', async (t) => {
