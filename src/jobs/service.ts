@@ -117,15 +117,6 @@ export class ConversionService {
     return storing.persist(this.ctx, p, req, planned, conversionId, credits, gated, idem, limits);
   }
 
-  /**
-   * Charges the completed sources' credits (0 when the conversion is gone) and releases the rest.
-   * Call it once every source of the conversion is done, from whichever process finished the
-   * last one; calling it again (a retried job) changes nothing. Render conversions hold nothing.
-   */
-  settleCredits(accountId: string, conversionId: string): Promise<void> {
-    return settlement.settleCredits(this.ctx, accountId, conversionId);
-  }
-
   /** Why this conversion cannot be answered synchronously, if it cannot. */
   static syncRefusal(a: Accepted): AsyncReason | undefined {
     return waiting.syncRefusal(a);

@@ -156,13 +156,15 @@ export class Blobs {
   /**
    * For a reader that found the blob's row: true once it is in its place. A committed row's blob
    * can still wait in pending/ for a moment (it is placed right after the commit; a commit whose
-   * answer was lost places it after its retry): wait up to `ms` while it does.
+   * answer was lost places it after its retry): wait up to `ms` while it does. Says where the
+   * blob is at the end: in its place, still pending, or neither.
    */
-  async whenPlaced(name: string, ms: number): Promise<boolean> {
+  async whenPlaced(name: string, ms: number): Promise<'placed' | 'pending' | 'missing'> {
     const until = Date.now() + ms;
     for (;;) {
-      if (await this.exists(name)) return true;
-      if (Date.now() >= until || !(await this.isPending(name))) return this.exists(name);
+      if (await this.exists(name)) return 'placed';
+      if (!(await this.isPending(name))) return (await this.exists(name)) ? 'placed' : 'missing';
+      if (Date.now() >= until) return 'pending';
       await new Promise((r) => setTimeout(r, 25));
     }
   }

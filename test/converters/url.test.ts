@@ -16,6 +16,7 @@ import type { ConvertContext, ConvertOptions, ConvertResult, Peek } from '../../
 import { createUrlConverter, URL_LIMITS, urlConverter, USER_AGENT } from '../../src/converters/url.js';
 import { classifyAddress } from '../../src/net/ssrf.js';
 import { defaultOptions, makeCtx } from '../helpers/convert-ctx.js';
+import { pourForever } from '../helpers/endless.js';
 
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
 const seen: Array<{ url: string; ua: string | undefined }> = [];
@@ -70,17 +71,10 @@ const server = http.createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(30 * 1024 * 1024) });
       res.write('x'.repeat(1024));
       return;
-    case '/endless': {
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      const chunk = Buffer.alloc(64 * 1024, 'a');
-      const pump = (): void => {
-        while (!res.destroyed && res.write(chunk));
-      };
-      res.on('drain', pump);
+    case '/endless':
       res.on('close', () => { closedEndless = true; });
-      pump();
+      pourForever(res);
       return;
-    }
     case '/silent':
       return; // never answers
     case '/stalls':

@@ -10,6 +10,7 @@
 // sees it finished sees it charged.
 import t from 'tap';
 import { MODES, startWorld, HeldExecutor, type World } from '../helpers/world.js';
+import { eventually, untilTerminal } from '../helpers/until.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const connectionClosed = (): Error => Object.assign(new Error('write CONNECTION_CLOSED 127.0.0.1:5432'), { code: 'CONNECTION_CLOSED' });
@@ -17,26 +18,6 @@ const TERMINAL = ['completed', 'completed_with_errors', 'failed'];
 
 /** The conversion service's insert step, to wrap (a private method of the running service). */
 interface Persisting { persist: (...args: unknown[]) => Promise<unknown> }
-
-async function untilTerminal(w: World, id: string, ms = 15_000): Promise<{ status: string; files: Array<{ id: string; role: string; bytes: number }> }> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const c = await (await w.req('GET', `/v1/conversions/${id}`)).json() as { status: string; files: Array<{ id: string; role: string; bytes: number }> };
-    if (TERMINAL.includes(c.status) || Date.now() > until) return c;
-    await sleep(50);
-  }
-}
-
-/** Polls `read` until it gives `want` (the gate hears of a settle just after its commit). */
-async function eventually<T>(read: () => Promise<T>, want: T, ms = 5_000): Promise<T> {
-  const until = Date.now() + ms;
-  let got = await read();
-  while (got !== want && Date.now() < until) {
-    await sleep(25);
-    got = await read();
-  }
-  return got;
-}
 
 /** Available credits by the ledger: grants − charges − open reservations. */
 async function ledgerBalance(w: World, accountId: string): Promise<number> {

@@ -22,6 +22,7 @@ const { checkInvariants } = await import('../../bench/chaos/invariants.js');
 const { buildReport } = await import('../fixtures/build/docx.js');
 const { buildReportPdf } = await import('../fixtures/build/pdf.js');
 const { PG_URL } = await import('../helpers/world.js');
+const { eventually, untilTerminal } = await import('../helpers/until.js');
 type World = Awaited<ReturnType<typeof startWorld>>;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -134,15 +135,6 @@ async function submitHeld(w: World, held: InstanceType<typeof HeldExecutor>): Pr
   return id;
 }
 
-async function untilTerminal(w: World, id: string, ms: number): Promise<{ status: string; files: Array<{ role: string; status: string; error: unknown }> }> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const c = await (await w.req('GET', `/v1/conversions/${id}`)).json() as { status: string; files: Array<{ role: string; status: string; error: unknown }> };
-    if (['completed', 'completed_with_errors', 'failed'].includes(c.status) || Date.now() > until) return c;
-    await sleep(100);
-  }
-}
-
 t.test('a job whose outcome cannot be recorded during a short outage records it when the database is back, in the same attempt', async (t) => {
   const { relay, held, w } = await heldWorld(t);
   const id = await submitHeld(w, held);
@@ -195,12 +187,7 @@ t.test('a settle the gate did not hear during an outage is mended by the periodi
   for (let i = 0; i < 40 && lost === 0; i++) await sleep(25);
   t.equal(lost, 1, 'the gate was not told');
   // The sweep (MEND_INTERVAL_S, 1 s here) audits the account and settles the reservation in the gate.
-  let running = await w.app.deps.gate.running(w.accountId);
-  for (let i = 0; i < 20 && running !== 0; i++) {
-    await sleep(250);
-    running = await w.app.deps.gate.running(w.accountId);
-  }
-  t.equal(running, 0, 'the sweep settled it in the gate');
+  t.equal(await eventually(() => w.app.deps.gate.running(w.accountId), 0, 5_000), 0, 'the sweep settled it in the gate');
   const [charge] = await w.db.sql`select -amount as n from ledger where conversion_id = ${id} and kind = 'charge'`;
   t.equal(await ledger.balance(w.accountId), before - Number(charge!.n), 'the gate\'s balance moved by the charge only');
 });

@@ -14,6 +14,7 @@ import iconv from 'iconv-lite';
 import { MODES, startWorld, type World } from '../helpers/world.js';
 import { readLedger } from '../../src/billing/ledger.js';
 import { buildManyPagesPdf } from '../fixtures/build/pdf.js';
+import { pourForever } from '../helpers/endless.js';
 
 interface Estimate { sources: Array<{ name: string; pages: number; credits: number }>; credits_total: number; balance: number }
 interface FileJ {
@@ -70,17 +71,10 @@ const server = http.createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=windows-1252' });
       res.end(iconv.encode('<html><head><meta charset="utf-8"></head><body><p>Déjà vu – 5 €</p></body></html>', 'windows-1252'));
       return;
-    case '/endless': {
+    case '/endless':
       // No Content-Length and no end: only the 20 MB cap stops the download.
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      const chunk = Buffer.alloc(64 * 1024, 'a');
-      const pump = (): void => {
-        while (!res.destroyed && res.write(chunk));
-      };
-      res.on('drain', pump);
-      pump();
+      pourForever(res);
       return;
-    }
     default:
       res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not found</h1>');
   }

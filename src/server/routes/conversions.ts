@@ -92,7 +92,7 @@ export function registerConversions(router: Router, deps: Deps): void {
       return;
     }
     if (!f.blob) throw new ApiError('not_found', `File ${f.id} has no content yet.`);
-    if (!(await deps.blobs.whenPlaced(f.blob, PLACING_WAIT_MS)) && (await deps.blobs.isPending(f.blob))) {
+    if ((await deps.blobs.whenPlaced(f.blob, PLACING_WAIT_MS)) === 'pending') {
       throw new ApiError('service_unavailable', `File ${f.id} is still being stored; retry shortly.`, { 'retry-after': '1' });
     }
     await sendContent(ctx, { path: deps.blobs.pathOf(f.blob) }, f.mime, { 'content-disposition': disposition });
