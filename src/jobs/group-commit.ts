@@ -9,8 +9,9 @@
 // account order, so two processes' batches never deadlock), each conversion is admitted in
 // arrival order while it fits, and the ones that do not are refused with upload_limit_exceeded
 // without touching the others. A batch that fails as a whole is retried one conversion per
-// transaction, so one bad row cannot fail the requests that happened to share its commit.
-import { ApiError } from '../errors.js';
+// transaction, so one bad row cannot fail the requests that happened to share its commit; a
+// batch that failed because the database is away fails as a whole, at once.
+import { ApiError, isDependencyDown } from '../errors.js';
 import type { Sql } from '../store/db.js';
 import type { ConversionRow, FileRow, NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
@@ -57,8 +58,10 @@ export class GroupCommit {
         try {
           this.settle(batch, await this.commit(batch.map((w) => w.item)));
         } catch (err) {
-          if (batch.length === 1) {
-            batch[0]!.reject(err);
+          // Without a database, one transaction per conversion would fail the same way, one
+          // after another: every request of the batch would wait for all the ones before it.
+          if (batch.length === 1 || isDependencyDown(err)) {
+            for (const w of batch) w.reject(err);
             continue;
           }
           for (const w of batch) {
