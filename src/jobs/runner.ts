@@ -29,6 +29,8 @@ export class JobRunner {
   private beatTimer?: NodeJS.Timeout;
   private stopping = false;
   private polling = false;
+  /** The last poll filled every free place: more jobs may be waiting. */
+  private backlog = false;
 
   constructor(private sql: Sql, private handler: JobHandler, private opts: RunnerOptions) {}
 
@@ -60,7 +62,11 @@ export class JobRunner {
     const ctrl = new AbortController();
     const done = this.handler(job, ctrl.signal)
       .catch(() => {})
-      .finally(() => this.running.delete(job.id));
+      .finally(() => {
+        this.running.delete(job.id);
+        // A backlog drains at the pace jobs finish, not one poll interval per batch.
+        if (this.backlog) void this.poll();
+      });
     this.running.set(job.id, { job, ctrl, done });
     return done;
   }
@@ -72,9 +78,11 @@ export class JobRunner {
     this.polling = true;
     try {
       const jobs = await claimNext(this.sql, this.owner, room);
+      this.backlog = jobs.length === room;
       for (const j of jobs) this.start1(j);
     } catch {
       // The database is away: try again at the next tick.
+      this.backlog = false;
     } finally {
       this.polling = false;
     }
