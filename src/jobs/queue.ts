@@ -1,7 +1,11 @@
 // The durable job table: claim with SKIP LOCKED, renew leases, finish exactly once, hand back.
 // A job's outcome is recorded only by the process that still holds its lease, so a job that was
 // taken over after its first process stalled cannot be finished twice.
-import type { Sql } from '../store/db.js';
+// Every query here has a deadline (`answered`): a query that never settles (seen on a connection
+// cut under load) would otherwise hold a runner's poll or one of its places for good, and the
+// queue would stop. What a late query does after its deadline is safe: a claim nobody started
+// expires with its lease and is claimed again.
+import { answered, type Sql } from '../store/db.js';
 import type { ConversionStatus } from '../store/conversions.js';
 
 export interface JobRow {
@@ -20,33 +24,33 @@ export const MAX_ATTEMPTS = 3;
 /** Claims these jobs (just created by this process) if nobody has them yet. */
 export async function claimByIds(sql: Sql, owner: string, ids: string[]): Promise<JobRow[]> {
   if (ids.length === 0) return [];
-  return await sql`
+  return await answered(sql`
     update jobs set status = 'running', lease_owner = ${owner}, attempts = attempts + 1,
       lease_until = now() + make_interval(secs => ${LEASE_S})
     where id in (select id from jobs where id in ${sql(ids)} and status = 'queued' for update skip locked)
-    returning id, conversion_id, source_id, account_id, attempts` as unknown as JobRow[];
+    returning id, conversion_id, source_id, account_id, attempts`) as unknown as JobRow[];
 }
 
 /** Claims up to `limit` queued jobs, or running ones whose lease has expired, oldest first. */
 export async function claimNext(sql: Sql, owner: string, limit: number): Promise<JobRow[]> {
   if (limit <= 0) return [];
-  return await sql`
+  return await answered(sql`
     update jobs set status = 'running', lease_owner = ${owner}, attempts = attempts + 1,
       lease_until = now() + make_interval(secs => ${LEASE_S})
     where id in (
       select id from jobs
       where status = 'queued' or (status = 'running' and lease_until < now())
       order by created_at limit ${limit} for update skip locked)
-    returning id, conversion_id, source_id, account_id, attempts` as unknown as JobRow[];
+    returning id, conversion_id, source_id, account_id, attempts`) as unknown as JobRow[];
 }
 
 /** Renews this owner's leases; returns the ids it still holds (a deleted job drops out). */
 export async function renew(sql: Sql, owner: string, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const rows = await sql`
+  const rows = await answered(sql`
     update jobs set lease_until = now() + make_interval(secs => ${LEASE_S})
     where id in ${sql(ids)} and lease_owner = ${owner} and status = 'running'
-    returning id`;
+    returning id`);
   return new Set(rows.map((r) => r.id as string));
 }
 
@@ -64,22 +68,22 @@ export async function completeJob(tx: Sql, owner: string, id: string): Promise<b
  * way: its retry finds the job already done, by this owner.
  */
 export async function recordedStatus(sql: Sql, owner: string, id: string): Promise<ConversionStatus | null> {
-  const [row] = await sql`select c.status from jobs j join conversions c on c.id = j.conversion_id
-                          where j.id = ${id} and j.status = 'done' and j.lease_owner = ${owner}`;
+  const [row] = await answered(sql`select c.status from jobs j join conversions c on c.id = j.conversion_id
+                          where j.id = ${id} and j.status = 'done' and j.lease_owner = ${owner}`);
   return row ? row.status as ConversionStatus : null;
 }
 
 /** Gives back this owner's running jobs so another process can take them at once. */
 export async function handBack(sql: Sql, owner: string, ids?: string[]): Promise<number> {
-  const rows = ids
-    ? await sql`update jobs set status = 'queued', lease_owner = null, lease_until = null, attempts = greatest(attempts - 1, 0)
-                where lease_owner = ${owner} and status = 'running' and id in ${sql(ids.length ? ids : [''])} returning id`
-    : await sql`update jobs set status = 'queued', lease_owner = null, lease_until = null, attempts = greatest(attempts - 1, 0)
-                where lease_owner = ${owner} and status = 'running' returning id`;
+  const rows = await answered(ids
+    ? sql`update jobs set status = 'queued', lease_owner = null, lease_until = null, attempts = greatest(attempts - 1, 0)
+          where lease_owner = ${owner} and status = 'running' and id in ${sql(ids.length ? ids : [''])} returning id`
+    : sql`update jobs set status = 'queued', lease_owner = null, lease_until = null, attempts = greatest(attempts - 1, 0)
+          where lease_owner = ${owner} and status = 'running' returning id`);
   return rows.length;
 }
 
 export async function setProgress(sql: Sql, owner: string, id: string, done: number, total: number): Promise<void> {
-  await sql`update jobs set progress_done = ${done}, progress_total = ${total}
-            where id = ${id} and lease_owner = ${owner}`;
+  await answered(sql`update jobs set progress_done = ${done}, progress_total = ${total}
+                     where id = ${id} and lease_owner = ${owner}`);
 }

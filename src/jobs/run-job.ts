@@ -8,7 +8,7 @@ import { isRender, ENDPOINTS } from '../converters/registry.js';
 import type { ConverterKind, ConvertOptions, Count } from '../converters/types.js';
 import { priceSource } from '../billing/pricing.js';
 import { settleRows, type Settlement } from '../billing/ledger.js';
-import type { Sql } from '../store/db.js';
+import { answered, type Sql } from '../store/db.js';
 import type { Pending } from '../store/blobs.js';
 import { markSourceRunning, finishSource, type ConversionStatus } from '../store/conversions.js';
 import type { ConvertRequest } from '../server/convert-request.js';
@@ -25,10 +25,12 @@ const PROGRESS_EVERY_MS = 500;
  * that finishes a conversion's last source settles its credits in the same transaction.
  */
 export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortSignal): Promise<void> {
-  const [c] = await ctx.sql`
+  // Each query has a deadline (see queue.ts): a query that never settles must not hold this
+  // runner place for good.
+  const [c] = await answered(ctx.sql`
     select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, f.fetched_from, f.fetched_kind,
            c.id, c.account_id, c.name as endpoint, c.options, c.operation, c.expires_at
-    from files f join conversions c on c.id = f.conversion_id where f.id = ${job.source_id}`;
+    from files f join conversions c on c.id = f.conversion_id where f.id = ${job.source_id}`);
   if (!c) return; // deleted under us: the job row went with it
   const kind = kindOfEndpoint(c.endpoint as string)!;
   const conv = { id: c.id as string, accountId: c.account_id as string, expiresAt: c.expires_at as Date | null };
@@ -52,7 +54,7 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
   let tries = 0;
   const record = (outcome: Parameters<typeof finishSource>[3]): Promise<ConversionStatus | null> => recording(signal, async () => {
     const retry = tries++ > 0;
-    const recorded = await finishSource(ctx.sql, conv, source.id, outcome, guard, settle);
+    const recorded = await answered(finishSource(ctx.sql, conv, source.id, outcome, guard, settle));
     return recorded === null && retry ? recordedStatus(ctx.sql, ctx.runner.owner, job.id) : recorded;
   });
   let status: ConversionStatus | null;
@@ -69,7 +71,7 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
     if (job.attempts > MAX_ATTEMPTS) {
       throw new ApiError('invalid_document', `The conversion stopped its worker ${job.attempts - 1} times; the document is not converted.`);
     }
-    await markSourceRunning(ctx.sql, conv.id, source.id);
+    await answered(markSourceRunning(ctx.sql, conv.id, source.id));
     let last = 0;
     const onProgress = (done: number, total: number): void => {
       const now = Date.now();
