@@ -6,7 +6,7 @@
 // line height: mostly ascender to baseline (descenders are rarer), about 0.75 of the em in px.
 // Contract: a pure function of the pixels; null when the runs do not look like lines of text.
 
-/** Ink is first found per column block of this many px; strips are made of whole blocks. */
+/** Ink is found per column block of 8 px (x >> 3); strips are made of whole blocks. */
 const BLOCK = 8;
 /** First-pass strip width in px: a few characters of small type. */
 const FIRST_STRIP = 32;
@@ -43,24 +43,25 @@ function otsu(hist: Uint32Array, total: number): number {
 export function estimateLineHeight(grey: Uint8Array, width: number, height: number): number | null {
   const total = width * height;
   if (width < 1 || height < 1 || grey.length < total) return null;
+  // every third pixel is plenty for the threshold
   const hist = new Uint32Array(256);
-  for (let i = 0; i < total; i++) hist[grey[i]!]++;
-  const t = otsu(hist, total);
+  let sampled = 0;
+  for (let i = 0; i < total; i += 3, sampled++) hist[grey[i]!]++;
+  const t = otsu(hist, sampled);
   let dark = 0;
   for (let i = 0; i < t; i++) dark += hist[i]!;
-  if (dark === 0 || dark === total) return null;
-  const ink = new Uint8Array(256);
-  if (dark <= total - dark) ink.fill(1, 0, t);
-  else ink.fill(1, t);
+  if (dark === 0 || dark === sampled) return null;
+  // ink is grey < t, or grey >= t for light on dark: the flip makes both one comparison
+  const flip = dark <= sampled - dark ? 0 : 255;
+  const below = flip ? 256 - t : t;
 
-  // which rows of each BLOCK-wide column block hold ink
+  // which rows of each 8 px wide column block hold ink; the first ink found skips the block
   const blocks = Math.ceil(width / BLOCK);
   const rows = new Uint8Array(blocks * height);
   for (let y = 0; y < height; y++) {
     const row = y * width;
-    for (let b = 0; b < blocks; b++) {
-      const end = row + Math.min(width, (b + 1) * BLOCK);
-      for (let i = row + b * BLOCK; i < end; i++) if (ink[grey[i]!]) { rows[b * height + y] = 1; break; }
+    for (let x = 0; x < width; x++) {
+      if ((grey[row + x]! ^ flip) < below) { rows[(x >> 3) * height + y] = 1; x |= 7; }
     }
   }
   // a strip a few characters wide crosses ascenders in nearly every line, one narrower than a
