@@ -16,18 +16,11 @@ import { ApiError } from '../errors.js';
 import { describeImage, dominantColours, parseExif } from './image/describe.js';
 import { describeWithVision } from './pdf/vision.js';
 import { escapeInline, ocrMarkdown, recognize } from './shared/ocr.js';
-import { estimateLineHeight } from './shared/text-size.js';
+import { estimateLineHeight, READABLE_LINE } from './shared/text-size.js';
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Count, Peek } from './types.js';
 
 const MAX_PIXELS = 100_000_000;
 const MAX_SIDE = 30_000;
-/**
- * Text lines shorter than this (as estimateLineHeight measures them, about 0.75 of the em) are
- * scaled up to it before OCR. Measured with tesseract.js on scans of 12 pt prose: lines of 9 px
- * (72 dpi) lose over half their words, from 11–12 px clean type reads without error, and noisy
- * JPEG scans still gain up to 16 px; larger scales gain nothing and cost time.
- */
-const TARGET_LINE = 16;
 /** Frames that do not look like text are scaled up when shorter than this. */
 const MIN_OCR_HEIGHT = 1000;
 /** Longest side handed to OCR; larger frames are scaled down. */
@@ -128,11 +121,11 @@ const scaleLimit = (w: number, h: number): number =>
 
 /**
  * How much to scale a w × h frame before OCR, given the height of its text lines in px (null
- * when the frame does not look like text): small type up to TARGET_LINE, and a frame that is
+ * when the frame does not look like text): small type up to READABLE_LINE, and a frame that is
  * not text up to MIN_OCR_HEIGHT tall; never down, unless the frame is over the limits.
  */
 export function ocrScale(w: number, h: number, line: number | null): number {
-  const wanted = line !== null ? TARGET_LINE / line : h < MIN_OCR_HEIGHT ? MIN_OCR_HEIGHT / h : 1;
+  const wanted = line !== null ? READABLE_LINE / line : h < MIN_OCR_HEIGHT ? MIN_OCR_HEIGHT / h : 1;
   return Math.min(scaleLimit(w, h), Math.max(1, wanted));
 }
 

@@ -19,6 +19,7 @@ const report = await build.buildReportPdf(dir);
 const aligned = await build.buildAlignedTablePdf(dir);
 const figure = await build.buildFigurePdf(dir);
 const scan = await build.buildScanPdf(dir);
+const finePrint = await build.buildFinePrintScanPdf(dir);
 
 interface Vector { name: string; file: string; options: Partial<ConvertOptions>; has: (string | RegExp)[]; hasNot: (string | RegExp)[] }
 
@@ -96,6 +97,14 @@ const vectors: Vector[] = [
     file: scan,
     options: {},
     has: ['The quick brown fox jumps over the lazy dog.', 'Scanned pages need optical character recognition.'],
+    hasNot: [],
+  },
+  {
+    // at the 200 dpi pages are read at, 4.5 pt type is 12 px to the em: most of it misread
+    name: 'fine print on a scanned page is rendered larger before OCR and read word for word',
+    file: finePrint,
+    options: {},
+    has: build.FINE_PRINT,
     hasNot: [],
   },
   {
