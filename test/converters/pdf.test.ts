@@ -20,6 +20,7 @@ const aligned = await build.buildAlignedTablePdf(dir);
 const figure = await build.buildFigurePdf(dir);
 const scan = await build.buildScanPdf(dir);
 const finePrint = await build.buildFinePrintScanPdf(dir);
+const smallPrintFigure = await build.buildSmallPrintFigurePdf(dir);
 
 interface Vector { name: string; file: string; options: Partial<ConvertOptions>; has: (string | RegExp)[]; hasNot: (string | RegExp)[] }
 
@@ -90,6 +91,14 @@ const vectors: Vector[] = [
     file: figure,
     options: { figures: 'describe' },
     has: ['![Figure 1](page-1-figure-1)', /> \*\*Figure 1 description:\*\* A \d+ × \d+ px raster image, shown at 300 × 80 pt on page 1\. Text in it: “GROWTH 2024”\./],
+    hasNot: [],
+  },
+  {
+    // the figure is 640 px tall, its lines 9 px: read as it is, three of its four sentences come out wrong
+    name: 'quality max reads small type in a figure after scaling it up by its line height',
+    file: smallPrintFigure,
+    options: { quality: 'max' },
+    has: ['*Figure 1: Terms of the loan*', `> **Text in figure 1:** ${build.FINE_PRINT.join(' ')}\n`],
     hasNot: [],
   },
   {
