@@ -78,7 +78,7 @@ export function estimateLineHeight(grey: Uint8Array, width: number, height: numb
   const first = medianRun(rows, blocks, height, FIRST_STRIP / BLOCK);
   if (first === null) return null;
   // a line or two of large type may not give enough runs in wide strips; the first estimate
-  // (low for large type, never high) stands then
+  // (on the low side for large type, which errs towards scaling up) stands then
   return medianRun(rows, blocks, height, Math.max(2, Math.round((4 * first) / BLOCK))) ?? first;
 }
 
