@@ -1,7 +1,8 @@
 // The image converter (DESIGN.md §9): PNG, JPEG, WebP, GIF, BMP and TIFF to Markdown by OCR.
 // sharp prepares each frame for tesseract (EXIF orientation, transparency onto white,
-// greyscale, small text upscaled, giant frames scaled down). Multi-frame TIFF and GIF give
-// one section per frame, marked `<!-- page N -->` like PDF pages.
+// greyscale, small type upscaled by the measured height of its lines, giant frames scaled
+// down). Multi-frame TIFF and GIF give one section per frame, marked `<!-- page N -->` like
+// PDF pages.
 // `image_mode: ocr` (default) returns the recognised text as paragraphs; `understand` puts a
 // description block (format, size, EXIF, dominant colours, what the image looks like) before
 // it, written by the configured vision model when there is one (variant ai_enhanced).
@@ -15,11 +16,12 @@ import { ApiError } from '../errors.js';
 import { describeImage, dominantColours, parseExif } from './image/describe.js';
 import { describeWithVision } from './pdf/vision.js';
 import { escapeInline, ocrMarkdown, recognize } from './shared/ocr.js';
+import { estimateLineHeight, READABLE_LINE } from './shared/text-size.js';
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Count, Peek } from './types.js';
 
 const MAX_PIXELS = 100_000_000;
 const MAX_SIDE = 30_000;
-/** Frames shorter than this are upscaled before OCR; tesseract reads small type badly. */
+/** Frames that do not look like text are scaled up when shorter than this. */
 const MIN_OCR_HEIGHT = 1000;
 /** Longest side handed to OCR; larger frames are scaled down. */
 const MAX_OCR_SIDE = 5000;
@@ -113,18 +115,37 @@ async function openSource(file: string): Promise<Source> {
 const frame = (src: Source, page: number): Sharp =>
   sharp(src.input, { page, pages: 1, limitInputPixels: MAX_PIXELS }).rotate();
 
-/** One frame as a greyscale PNG sized for OCR. */
+/** The most a w × h frame may be scaled for OCR: at most 4×, 40 megapixels, MAX_OCR_SIDE. */
+const scaleLimit = (w: number, h: number): number =>
+  Math.min(4, Math.sqrt(40e6 / (w * h)), MAX_OCR_SIDE / Math.max(w, h));
+
+/**
+ * How much to scale a w × h frame before OCR, given the height of its text lines in px (null
+ * when the frame does not look like text): small type up to READABLE_LINE, and a frame that is
+ * not text up to MIN_OCR_HEIGHT tall; never down, unless the frame is over the limits.
+ */
+export function ocrScale(w: number, h: number, line: number | null): number {
+  const wanted = line !== null ? READABLE_LINE / line : h < MIN_OCR_HEIGHT ? MIN_OCR_HEIGHT / h : 1;
+  return Math.min(scaleLimit(w, h), Math.max(1, wanted));
+}
+
+const sizedPng = (img: Sharp, width: number, scale: number): Promise<Buffer> =>
+  (Math.abs(scale - 1) > 0.05 ? img.resize({ width: Math.max(1, Math.round(width * scale)), kernel: 'lanczos3' }) : img)
+    .png({ compressionLevel: 2 }).toBuffer();
+
+/** One frame as a greyscale PNG sized for OCR by the height of its text lines. */
 async function prepareForOcr(src: Source, page: number): Promise<Buffer> {
   const meta = await sharp(src.input, { page, pages: 1, limitInputPixels: false }).metadata();
   checkSize(meta.width, meta.pageHeight ?? meta.height);
   const w = meta.autoOrient?.width ?? meta.width;
   const h = meta.autoOrient?.height ?? meta.pageHeight ?? meta.height;
-  let scale = 1;
-  if (h < MIN_OCR_HEIGHT) scale = Math.min(4, MIN_OCR_HEIGHT / h, Math.sqrt(40e6 / (w * h)));
-  scale = Math.min(scale, MAX_OCR_SIDE / Math.max(w, h));
-  let img = frame(src, page).flatten({ background: '#ffffff' }).greyscale();
-  if (Math.abs(scale - 1) > 0.05) img = img.resize({ width: Math.max(1, Math.round(w * scale)), kernel: 'lanczos3' });
-  return img.png({ compressionLevel: 2 }).toBuffer();
+  const img = frame(src, page).flatten({ background: '#ffffff' }).greyscale();
+  // a frame that cannot be scaled up (a giant one is scaled down) needs no look at its pixels
+  if (scaleLimit(w, h) <= 1.05) return sizedPng(img, w, ocrScale(w, h, null));
+  const { data, info } = await img.raw().toBuffer({ resolveWithObject: true });
+  const line = info.channels === 1 ? estimateLineHeight(data, info.width, info.height) : null;
+  const raw = sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } });
+  return sizedPng(raw, info.width, ocrScale(info.width, info.height, line));
 }
 
 async function understand(src: Source, page: number, ocr: Awaited<ReturnType<typeof recognize>>, ctx: ConvertContext): Promise<{ block: string; ai: boolean }> {

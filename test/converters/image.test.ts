@@ -1,11 +1,12 @@
 // The image converter on real images built by test/fixtures/build/image.ts: OCR of PNG, of a
 // JPEG that only reads upright once its EXIF orientation is applied, of BMP and of each page of
-// a TIFF; the understand description; the size guard; magic-byte sniffing.
+// a TIFF; small type in a tall image scaled up by its line height; the understand description;
+// the size guard; magic-byte sniffing.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { imageConverter } from '../../src/converters/image.js';
+import { imageConverter, ocrScale } from '../../src/converters/image.js';
 import { terminateOcr } from '../../src/converters/shared/ocr.js';
 import type { ConvertOptions } from '../../src/converters/types.js';
 import { convertWith, makeCtx } from '../helpers/convert-ctx.js';
@@ -20,6 +21,7 @@ const tiff = await build.buildTiff(dir);
 const bmp = await build.buildBmp(dir);
 const diagram = await build.buildDiagramPng(dir);
 const gif = await build.buildGif(dir);
+const smallPrint = await build.buildTallSmallPrintPng(dir);
 
 const TEXT = 'Invoice number 4711 was paid on time. Thank you for your business.';
 
@@ -29,6 +31,15 @@ const vectors: Vector[] = [
   { name: 'a PNG of text is OCR’d into one paragraph', file: png, options: {}, has: [`${TEXT}\n`], hasNot: ['## Description', '<!--'], mime: 'image/png' },
   { name: 'a sideways JPEG is turned upright by its EXIF orientation before OCR', file: jpeg, options: {}, has: [TEXT], hasNot: [], mime: 'image/jpeg' },
   { name: 'a BMP (which sharp cannot read) is decoded and OCR’d', file: bmp, options: {}, has: [TEXT], hasNot: [], mime: 'image/bmp' },
+  {
+    // 612 × 1260 px of 12 pt type at 72 dpi: read as it is, a third of its sentences come out wrong
+    name: 'small type in a tall image is scaled up by its line height and read word for word',
+    file: smallPrint,
+    options: {},
+    has: build.SMALL_PRINT.map((s) => `${s}\n`),
+    hasNot: [],
+    mime: 'image/png',
+  },
   {
     name: 'a two-page TIFF gives one marked section per page',
     file: tiff,
@@ -86,6 +97,17 @@ for (const v of vectors) {
     t.equal(res.variant, 'standard');
   });
 }
+
+t.test('ocrScale sizes frames by their text, within the limits', async (t) => {
+  t.equal(ocrScale(612, 1260, 9), 16 / 9, 'small type in a tall frame is scaled up to 16 px lines');
+  t.equal(ocrScale(1275, 584, 19), 1, 'a short frame of readable type is left alone');
+  t.equal(ocrScale(2550, 3300, 40), 1, 'large type is never scaled down');
+  t.equal(ocrScale(400, 300, 2), 4, 'at most 4×');
+  t.equal(ocrScale(4000, 2000, 8), 1.25, 'at most MAX_OCR_SIDE a side');
+  t.equal(ocrScale(8000, 4000, 20), 5000 / 8000, 'a giant frame is scaled down whatever its type');
+  t.equal(ocrScale(600, 400, null), 2.5, 'a frame that is not text falls back to its height');
+  t.equal(ocrScale(1500, 1200, null), 1);
+});
 
 t.test('count() gives one unit per frame and convert() one page per frame', async (t) => {
   t.same(await imageConverter.count(png, { formats: ['markdown'] }), { pages: 1, units: 1 });

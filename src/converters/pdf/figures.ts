@@ -7,6 +7,7 @@
 import * as mupdf from 'mupdf';
 import sharp from 'sharp';
 import { joinLines, recognize } from '../shared/ocr.js';
+import { estimateLineHeight, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext } from '../types.js';
 import type { ImageBox, PageModel } from './extract.js';
 import { escapeText } from './inline.js';
@@ -16,6 +17,8 @@ import { describeWithVision } from './vision.js';
 const CAPTION_RE = /^(fig(ure)?\.?|image|chart|diagram|photo|plate|illustration|exhibit)\s*[\dIVXivx]+\b/i;
 /** How far from the figure a caption may start, in points. */
 const CAPTION_REACH = 36;
+/** No figure is scaled up past this side for OCR. */
+const MAX_SIDE = 5000;
 
 export interface Figure {
   number: number;
@@ -58,7 +61,7 @@ export function planFigures(page: PageModel, frags: Frag[], firstNumber: number)
   return { figures, items, frags: frags.filter((f) => !taken.has(f)) };
 }
 
-/** The figure's pixels as PNG, upscaled when small so OCR can read it. */
+/** The figure's pixels as PNG, upscaled when its type is small so OCR can read it. */
 async function figurePng(image: mupdf.Image): Promise<Buffer> {
   let pix = image.toPixmap();
   try {
@@ -69,9 +72,17 @@ async function figurePng(image: mupdf.Image): Promise<Buffer> {
       pix = rgb;
     }
     const png = Buffer.from(pix.asPNG());
-    const h = pix.getHeight();
-    if (h >= 600) return png;
-    return await sharp(png).resize({ height: Math.min(1200, h * 3) }).greyscale().png().toBuffer();
+    const w = pix.getWidth(), h = pix.getHeight();
+    const most = Math.min(4, Math.sqrt(40e6 / (w * h)), MAX_SIDE / Math.max(w, h));
+    if (most <= 1.05) return png;
+    const { data, info } = await sharp(png).greyscale().raw().toBuffer({ resolveWithObject: true });
+    const line = info.channels === 1 ? estimateLineHeight(data, info.width, info.height) : null;
+    // a figure that does not look like text keeps the rule by its height
+    const wanted = line !== null ? READABLE_LINE / line : h >= 600 ? 1 : Math.min(1200, h * 3) / h;
+    const scale = Math.min(most, wanted);
+    if (scale <= 1.05) return png;
+    return await sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } })
+      .resize({ height: Math.round(h * scale), kernel: 'lanczos3' }).png().toBuffer();
   } finally {
     pix.destroy();
   }

@@ -1,12 +1,14 @@
 // One PDF page to Markdown, by the route the options choose:
 // - OCR (ocr: true, or a page with no usable text layer outside quality fast): the page is
-//   rendered to a greyscale bitmap and read by tesseract.
+//   rendered to a greyscale bitmap (at a higher resolution when its type is small) and read
+//   by tesseract.
 // - fast: the text layer as plain paragraphs in mupdf's order, bare page numbers dropped.
 // - standard / max: running heads dropped, ruled (and for accurate/max, aligned) tables,
 //   figures with captions, column-aware reading order, headings, lists, inline styles.
 // Contract: the page and every mupdf object made for it are destroyed before this returns.
 import * as mupdf from 'mupdf';
 import { ocrMarkdown, recognize } from '../shared/ocr.js';
+import { estimateLineHeight, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext } from '../types.js';
 import { extractPage, type PageModel } from './extract.js';
 import { figureMarkdown, planFigures } from './figures.js';
@@ -44,12 +46,31 @@ export function needsOcr(m: PageModel): boolean {
   return covered >= m.width * m.height * 0.3;
 }
 
+const render = (page: mupdf.Page, scale: number): mupdf.Pixmap =>
+  page.toPixmap(mupdf.Matrix.scale(scale, scale), mupdf.ColorSpace.DeviceGray, false, true);
+
+/** The height of the text lines of a greyscale page bitmap, in px (null: not text). */
+function lineHeight(pix: mupdf.Pixmap): number | null {
+  if (pix.getNumberOfComponents() !== 1 || pix.getStride() !== pix.getWidth()) return null;
+  const px = pix.getPixels();
+  return estimateLineHeight(new Uint8Array(px.buffer, px.byteOffset, px.length), pix.getWidth(), pix.getHeight());
+}
+
 async function ocrPage(page: mupdf.Page, signal: AbortSignal): Promise<string> {
   const [x0, y0, x1, y1] = page.getBounds();
-  const scale = Math.min(OCR_DPI / 72, MAX_SIDE / Math.max(1, x1 - x0, y1 - y0));
-  const pix = page.toPixmap(mupdf.Matrix.scale(scale, scale), mupdf.ColorSpace.DeviceGray, false, true);
+  const most = MAX_SIDE / Math.max(1, x1 - x0, y1 - y0);
+  const scale = Math.min(OCR_DPI / 72, most);
+  let pix = render(page, scale);
   let png: Buffer;
   try {
+    // fine print (under about 8 pt at OCR_DPI) is rendered again, large enough to read
+    const line = lineHeight(pix);
+    const better = line === null ? scale : Math.min(most, 4 * scale, (scale * READABLE_LINE) / line);
+    if (better > scale * 1.05) {
+      const again = render(page, better);
+      pix.destroy();
+      pix = again;
+    }
     png = Buffer.from(pix.asPNG());
   } finally {
     pix.destroy();
