@@ -91,11 +91,13 @@ export async function claimDue(sql: Sql, limit: number, leaseMs: number): Promis
 
 /** Milliseconds until the next pending delivery is due (0 if overdue), or null when none is. */
 export async function msUntilNextDue(sql: Sql): Promise<number | null> {
+  // Not greatest(0, …) in SQL: greatest ignores a NULL, so "none pending" came back as 0, "due
+  // now", and an idle dispatcher polled without pause (hundreds of ticks a second).
   const [row] = await sql`
-    select greatest(0, extract(epoch from (min(d.next_attempt_at) - now())) * 1000)::float8 as ms
+    select (extract(epoch from (min(d.next_attempt_at) - now())) * 1000)::float8 as ms
     from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
     where d.status = 'pending' and e.status = 'enabled'`;
-  return row?.ms === null || row?.ms === undefined ? null : Number(row.ms);
+  return row?.ms === null || row?.ms === undefined ? null : Math.max(0, Number(row.ms));
 }
 
 export interface AttemptOutcome {
