@@ -16,15 +16,13 @@ import { ApiError } from '../errors.js';
 import { describeImage, dominantColours, parseExif } from './image/describe.js';
 import { describeWithVision } from './pdf/vision.js';
 import { escapeInline, ocrMarkdown, recognize } from './shared/ocr.js';
-import { estimateLineHeight, READABLE_LINE } from './shared/text-size.js';
+import { estimateLineHeight, ocrScaleLimit, READABLE_LINE } from './shared/text-size.js';
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Count, Peek } from './types.js';
 
 const MAX_PIXELS = 100_000_000;
 const MAX_SIDE = 30_000;
 /** Frames that do not look like text are scaled up when shorter than this. */
 const MIN_OCR_HEIGHT = 1000;
-/** Longest side handed to OCR; larger frames are scaled down. */
-const MAX_OCR_SIDE = 5000;
 
 type Format = 'png' | 'jpeg' | 'gif' | 'webp' | 'bmp' | 'tiff';
 
@@ -115,10 +113,6 @@ async function openSource(file: string): Promise<Source> {
 const frame = (src: Source, page: number): Sharp =>
   sharp(src.input, { page, pages: 1, limitInputPixels: MAX_PIXELS }).rotate();
 
-/** The most a w × h frame may be scaled for OCR: at most 4×, 40 megapixels, MAX_OCR_SIDE. */
-const scaleLimit = (w: number, h: number): number =>
-  Math.min(4, Math.sqrt(40e6 / (w * h)), MAX_OCR_SIDE / Math.max(w, h));
-
 /**
  * How much to scale a w × h frame before OCR, given the height of its text lines in px (null
  * when the frame does not look like text): small type up to READABLE_LINE, and a frame that is
@@ -126,7 +120,7 @@ const scaleLimit = (w: number, h: number): number =>
  */
 export function ocrScale(w: number, h: number, line: number | null): number {
   const wanted = line !== null ? READABLE_LINE / line : h < MIN_OCR_HEIGHT ? MIN_OCR_HEIGHT / h : 1;
-  return Math.min(scaleLimit(w, h), Math.max(1, wanted));
+  return Math.min(ocrScaleLimit(w, h), Math.max(1, wanted));
 }
 
 const sizedPng = (img: Sharp, width: number, scale: number): Promise<Buffer> =>
@@ -141,7 +135,7 @@ async function prepareForOcr(src: Source, page: number): Promise<Buffer> {
   const h = meta.autoOrient?.height ?? meta.pageHeight ?? meta.height;
   const img = frame(src, page).flatten({ background: '#ffffff' }).greyscale();
   // a frame that cannot be scaled up (a giant one is scaled down) needs no look at its pixels
-  if (scaleLimit(w, h) <= 1.05) return sizedPng(img, w, ocrScale(w, h, null));
+  if (ocrScaleLimit(w, h) <= 1.05) return sizedPng(img, w, ocrScale(w, h, null));
   const { data, info } = await img.raw().toBuffer({ resolveWithObject: true });
   const line = info.channels === 1 ? estimateLineHeight(data, info.width, info.height) : null;
   const raw = sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } });

@@ -7,7 +7,7 @@
 import * as mupdf from 'mupdf';
 import sharp from 'sharp';
 import { joinLines, recognize } from '../shared/ocr.js';
-import { estimateLineHeight, READABLE_LINE } from '../shared/text-size.js';
+import { estimateLineHeight, ocrScaleLimit, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext } from '../types.js';
 import type { ImageBox, PageModel } from './extract.js';
 import { escapeText } from './inline.js';
@@ -17,8 +17,6 @@ import { describeWithVision } from './vision.js';
 const CAPTION_RE = /^(fig(ure)?\.?|image|chart|diagram|photo|plate|illustration|exhibit)\s*[\dIVXivx]+\b/i;
 /** How far from the figure a caption may start, in points. */
 const CAPTION_REACH = 36;
-/** No figure is scaled up past this side for OCR. */
-const MAX_SIDE = 5000;
 
 export interface Figure {
   number: number;
@@ -73,7 +71,7 @@ async function figurePng(image: mupdf.Image): Promise<Buffer> {
     }
     const png = Buffer.from(pix.asPNG());
     const w = pix.getWidth(), h = pix.getHeight();
-    const most = Math.min(4, Math.sqrt(40e6 / (w * h)), MAX_SIDE / Math.max(w, h));
+    const most = ocrScaleLimit(w, h);
     if (most <= 1.05) return png;
     const { data, info } = await sharp(png).greyscale().raw().toBuffer({ resolveWithObject: true });
     const line = info.channels === 1 ? estimateLineHeight(data, info.width, info.height) : null;

@@ -14,6 +14,15 @@
  */
 export const READABLE_LINE = 16;
 
+/** Longest side of an image handed to OCR. */
+export const MAX_OCR_SIDE = 5000;
+
+/** The most a w × h raster may be scaled up for OCR: 4×, 40 megapixels, MAX_OCR_SIDE a side
+ *  (under 1 when the raster is already past a limit). */
+export function ocrScaleLimit(w: number, h: number): number {
+  return Math.min(4, Math.sqrt(40e6 / (w * h)), MAX_OCR_SIDE / Math.max(w, h));
+}
+
 /** Ink is found per column block of 8 px (x >> 3); strips are made of whole blocks. */
 const BLOCK = 8;
 /** First-pass strip width in px: a few characters of small type. */
