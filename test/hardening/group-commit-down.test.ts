@@ -2,12 +2,9 @@
 // one transaction per render after the batch failed (each of those fails the same way, so the
 // last request waited for all the others' connection attempts: refusals took seconds).
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
-import { PG_URL } from '../helpers/world.js';
-import { startRelay } from '../helpers/relay.js';
+import { dbBehindRelay } from '../helpers/db-relay.js';
 import { isDependencyDown } from '../../src/errors.js';
-import { openDb, type Sql } from '../../src/store/db.js';
+import type { Sql } from '../../src/store/db.js';
 import { GroupCommit, type FinishedConversion } from '../../src/jobs/group-commit.js';
 import type { ConversionRow } from '../../src/store/conversions.js';
 import { createAccount } from '../../src/store/accounts.js';
@@ -23,19 +20,7 @@ function finished(i: number, accountId: string): FinishedConversion {
 }
 
 t.test('renders waiting for a group commit fail together, at once, while Postgres is down', async (t) => {
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const relay = await startRelay(Number(new URL(PG_URL).port || 5432));
-  const url = new URL(PG_URL);
-  url.port = String(relay.port);
-  const db = await openDb({ databaseUrl: url.toString(), schema, dataDir: '' });
-  t.teardown(async () => {
-    await relay.restore();
-    await db.close();
-    await relay.close();
-    const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop schema if exists "${schema}" cascade`);
-    await admin.end();
-  });
+  const { db, relay } = await dbBehindRelay(t);
 
   // The real client, with its transactions counted.
   let transactions = 0;

@@ -5,34 +5,13 @@
 // scripts/patch-postgres.mjs) — and once the database is back every query must get through at
 // once (no connection left stalled behind a stale write, no reconnect backoff of seconds).
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
-import { openDb } from '../../src/store/db.js';
 import { isDependencyDown } from '../../src/errors.js';
-import { startRelay } from '../helpers/relay.js';
-import { PG_URL } from '../helpers/world.js';
+import { dbBehindRelay } from '../helpers/db-relay.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 t.test('transactions through repeated cuts fail cleanly, and the pool is whole the moment Postgres is back', async (t) => {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-pgdriver-'));
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const relay = await startRelay(Number(new URL(PG_URL).port || 5432));
-  const url = new URL(PG_URL);
-  url.port = String(relay.port);
-  const db = await openDb({ databaseUrl: url.toString(), dataDir, schema, max: 4 });
-  t.teardown(async () => {
-    await relay.restore();
-    await db.close();
-    await relay.close();
-    const sql = postgres(PG_URL, { max: 1, onnotice: () => {} });
-    await sql.unsafe(`drop schema if exists "${schema}" cascade`);
-    await sql.end();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const { db, relay } = await dbBehindRelay(t);
   await db.sql`create table counter (n int not null)`;
   await db.sql`insert into counter values (0)`;
 

@@ -63,6 +63,16 @@ export interface World {
   close(): Promise<void>;
 }
 
+/** Drops a test's schema on the machine's Postgres (with a connection of its own). */
+export async function dropSchema(schema: string): Promise<void> {
+  const sql = postgres(PG_URL, { max: 1, onnotice: () => {} });
+  try {
+    await sql.unsafe(`drop schema if exists "${schema}" cascade`);
+  } finally {
+    await sql.end();
+  }
+}
+
 export async function startWorld(mode: Mode, env: Record<string, string> = {}, opts: WorldOptions = {}): Promise<World> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-world-'));
   const schema = `t_${randomBytes(6).toString('hex')}`;
@@ -119,11 +129,7 @@ export async function startWorld(mode: Mode, env: Record<string, string> = {}, o
       }
       if (appDb !== db) await appDb.close();
       await db.close();
-      if (mode === 'postgres') {
-        const sql = postgres(PG_URL, { max: 1, onnotice: () => {} });
-        await sql.unsafe(`drop schema if exists "${schema}" cascade`);
-        await sql.end();
-      }
+      if (mode === 'postgres') await dropSchema(schema);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

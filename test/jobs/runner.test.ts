@@ -6,8 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import postgres from 'postgres';
-import { MODES, PG_URL } from '../helpers/world.js';
+import { dropSchema, MODES, PG_URL } from '../helpers/world.js';
 import { openDb } from '../../src/store/db.js';
 import { createAccount } from '../../src/store/accounts.js';
 import { newId } from '../../src/store/ids.js';
@@ -22,11 +21,7 @@ for (const mode of MODES) {
     t.teardown(async () => {
       await db.close();
       rmSync(dataDir, { recursive: true, force: true });
-      if (mode === 'postgres') {
-        const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
-        await admin.unsafe(`drop schema if exists "${schema}" cascade`);
-        await admin.end();
-      }
+      if (mode === 'postgres') await dropSchema(schema);
     });
     const sql = db.sql;
     const { id: accountId } = await createAccount(sql, { name: 'Backlog', plan: 'lite' });
