@@ -13,6 +13,12 @@ export const DEBIAN_PACKAGES: Record<string, string> = {
   'pandoc': 'pandoc',
   'tesseract-ocr': 'tesseract',
   'texlive-latex-base-doc': '',
+  // the quality bench: right-to-left documents made by LibreOffice in Noto fonts, pdftotext
+  // beside them, and outline-free copies of the manuals made by qpdf
+  'libreoffice-writer-nogui': 'soffice',
+  'fonts-noto-core': '',
+  'poppler-utils': 'pdftotext',
+  'qpdf': 'qpdf',
 };
 
 export interface Tools {

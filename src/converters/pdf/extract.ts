@@ -4,7 +4,7 @@
 // pipeline (statistics, tables, columns, Markdown) works on this model, never on mupdf objects.
 // Contract: call `destroy()` on the model when the page is done (it may hold mupdf Images).
 import * as mupdf from 'mupdf';
-import { type Box, BOLD, ITALIC, MONO, type PChar, type Frag, isMarkerText } from './model.js';
+import { type Box, BOLD, ITALIC, MONO, type PChar, type Frag, isMarkerText, SYMBOL } from './model.js';
 
 export interface ImageBox extends Box { image: mupdf.Image | null }
 export interface VecBox extends Box { stroked: boolean; rect: boolean }
@@ -40,7 +40,19 @@ function styleOfFont(font: mupdf.Font): number {
   if (font.isBold() || /bold|black|heavy|semibold|demi/i.test(name)) style |= BOLD;
   if (font.isItalic() || /italic|oblique|slanted/i.test(name)) style |= ITALIC;
   if (font.isMono() || /courier|mono|nimbusmon|cmtt|consol|menlo|typewriter|code|fixed/i.test(name)) style |= MONO;
+  if (/symbol|wingding|dingbat|webding/i.test(name)) style |= SYMBOL;
   return style;
+}
+
+/** Bullet glyphs of the Symbol and Wingdings fonts as they arrive with no Unicode mapping
+ *  (private use U+F0xx) or as U+FFFD. */
+const PUA_BULLETS = new Set(['\uf0b7', '\uf0a7', '\uf0d8', '\uf0fc', '\uf076', '\uf06c', '\uf06e', '\uf0a8', '\uf0e0', '\uf0d7', '\uf09f']);
+
+/** The text of a glyph of a symbol font: its private-use or unknown codes become a bullet. */
+function symbolText(c: string, style: number): string {
+  if (PUA_BULLETS.has(c)) return '•';
+  if ((style & SYMBOL) !== 0 && (c === '\ufffd' || (c >= '\uf000' && c <= '\uf0ff'))) return '•';
+  return c;
 }
 
 function isBad(c: string): boolean {
@@ -101,12 +113,17 @@ export function extractPage(page: mupdf.Page, doc: mupdf.Document, number: numbe
         font.destroy();
         const x0 = Math.min(quad[0], quad[4]) - bx0;
         const x1 = Math.max(quad[2], quad[6]) - bx0;
-        const ch: PChar = { c, x0, x1, base: origin[1] - by0, size, style, link: -1 };
+        c = symbolText(c, style);
+        const ch: PChar = { c, x0, x1, base: origin[1] - by0, size, style: style & ~SYMBOL, link: -1 };
         const ink = c.trim() !== '';
         if (ink) {
           inkChars++;
           if (isBad(c)) badChars++;
           if (lastInk && x0 - lastInk.x1 > Math.max(size, 4) && !isMarkerText(cur)) push();
+          // right-to-left text comes in logical order, right to left on the page: a character
+          // well left of the one before it with no space between starts a new word (a number
+          // or a Latin word set inside Arabic or Hebrew text)
+          else if (lastInk && lastInk.x0 - x1 > size * 0.2 && cur[cur.length - 1]?.c !== ' ') cur.push({ ...ch, c: ' ', x1: ch.x0 });
           lastInk = ch;
         } else if (cur.length === 0) {
           return;

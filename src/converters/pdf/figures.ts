@@ -6,7 +6,7 @@
 // figure's OCR'd text.
 import * as mupdf from 'mupdf';
 import sharp from 'sharp';
-import { joinLines, recognize } from '../shared/ocr.js';
+import { joinLines, type OcrLanguage, recognize } from '../shared/ocr.js';
 import { estimateLineHeight, ocrScaleLimit, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext } from '../types.js';
 import type { ImageBox, PageModel } from './extract.js';
@@ -89,6 +89,8 @@ async function figurePng(image: mupdf.Image): Promise<Buffer> {
 export interface FigureOptions {
   describe: boolean;
   ocrText: boolean;
+  /** The languages of the figure's text. */
+  languages: readonly OcrLanguage[];
   ctx: ConvertContext;
 }
 
@@ -100,7 +102,7 @@ export async function figureMarkdown(f: Figure, opts: FigureOptions): Promise<{ 
   let aiUsed = false;
   if (image && (opts.describe || opts.ocrText)) {
     const png = await figurePng(image);
-    const ocr = await recognize(png, opts.ctx.signal);
+    const ocr = await recognize(png, opts.ctx.signal, opts.languages);
     const text = ocr.paragraphs.map((p) => joinLines(p.lines.map((l) => l.text))).join(' ').trim();
     const readable = text !== '' && ocr.confidence >= 50;
     if (opts.describe) {

@@ -4,11 +4,14 @@
 // across line breaks with split words mended. Tables and figures arrive ready-made.
 // With `structure` off (quality fast) every text block is a plain paragraph.
 import { escapeBlockStart, inlineMarkdown } from './inline.js';
-import { BOLD, BULLET_RE, boxOf, ITALIC, type Item, MONO, ORDERED_RE, type PChar, textOf } from './model.js';
+import { BOLD, BULLET_RE, boxOf, ITALIC, type Item, median, MONO, ORDERED_RE, type PChar, textOf } from './model.js';
+import type { OutlineMatcher } from './outline.js';
 import { type DocStats, headingLevel } from './stats.js';
 
 export interface RenderOptions {
   stats: DocStats | null;
+  /** The document's outline on this page: when set, headings are the lines it names. */
+  outline?: OutlineMatcher | null;
   structure: boolean;
   links: readonly string[];
   figure(index: number): string;
@@ -23,7 +26,7 @@ interface Line {
 
 type Block =
   | { kind: 'para' | 'code'; lines: Line[]; level?: number }
-  | { kind: 'heading'; level: number; lines: Line[] }
+  | { kind: 'heading'; level: number; lines: Line[]; byOutline?: boolean }
   | { kind: 'item'; ordered: number | null; indent: number; lines: Line[] }
   | { kind: 'raw'; markdown: string };
 
@@ -45,19 +48,43 @@ function collapseLeaders(chars: PChar[]): void {
   }
 }
 
+const RTL_RE = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]/u;
+const LETTER_RE = /\p{L}/u;
+
+/** True when most letters of the row are of a right-to-left script (Hebrew, Arabic, Persian). */
+function isRtlLine(row: ReadonlyArray<Item & { kind: 'text' }>): boolean {
+  let rtl = 0, letters = 0;
+  for (const it of row) {
+    for (const ch of it.frag.chars) {
+      if (!LETTER_RE.test(ch.c)) continue;
+      letters++;
+      if (RTL_RE.test(ch.c)) rtl++;
+    }
+  }
+  return rtl > letters / 2;
+}
+
 /** Merges the section's text items that share a baseline into lines, keeping other items. */
 function linesOf(section: readonly Item[]): Array<Line | Item> {
   const out: Array<Line | Item> = [];
   let row: Array<Item & { kind: 'text' }> = [];
   const flush = (): void => {
     if (row.length === 0) return;
-    row.sort((a, b) => a.x0 - b.x0);
+    // a line of right-to-left script is read from its right end
+    const rtl = isRtlLine(row);
+    row.sort(rtl ? (a, b) => b.x1 - a.x1 : (a, b) => a.x0 - b.x0);
     const chars: PChar[] = [];
+    let prev: Item | null = null;
     for (const it of row) {
-      if (chars.length > 0) chars.push(SPACE(chars[chars.length - 1]!));
+      const gap = prev === null ? 0 : rtl ? prev.x0 - it.x1 : it.x0 - prev.x1;
+      // pieces that touch (a full stop the PDF set apart) join without a space
+      if (chars.length > 0 && gap > it.frag.size * 0.1) chars.push(SPACE(chars[chars.length - 1]!));
       chars.push(...it.frag.chars.filter((c) => c.c !== '\u00ad'));
+      prev = it;
     }
     collapseLeaders(chars);
+    unknownBullet(chars);
+    superscriptMarkers(chars);
     const ink = chars.filter((c) => c.c.trim() !== '');
     // bold/italic must hold for every character; a code line may contain a few glyphs the
     // PDF drew from a fallback font, so monospace needs only most of them
@@ -82,33 +109,149 @@ function linesOf(section: readonly Item[]): Array<Line | Item> {
   return out;
 }
 
+/**
+ * A glyph the PDF gives no Unicode for (U+FFFD) or a private-use one (U+F0xx, a symbol font
+ * extract.ts did not recognise by name), alone at the start of a line before a gap, is a list
+ * bullet: it becomes "•", which the list rules know.
+ */
+function unknownBullet(chars: PChar[]): void {
+  const i = chars.findIndex((c) => c.c.trim() !== '');
+  const first = chars[i];
+  if (!first || !/^[\uf000-\uf0ff\ufffd]$/u.test(first.c)) return;
+  const next = chars[i + 1];
+  if (!next || (next.c !== ' ' && next.x0 - first.x1 < first.size * 0.2)) return;
+  chars[i] = { ...first, c: '•' };
+  if (next.c !== ' ') chars.splice(i + 1, 0, SPACE(chars[i]!));
+}
+
+const SUPERSCRIPT: Record<string, string> = { 0: '⁰', 1: '¹', 2: '²', 3: '³', 4: '⁴', 5: '⁵', 6: '⁶', 7: '⁷', 8: '⁸', 9: '⁹' };
+
+/**
+ * Footnote markers: digits set smaller than the line's letters and above their baseline become
+ * superscript digits, so they read "word³" and "³We refer to", never "word3" / "3We refer to".
+ */
+function superscriptMarkers(chars: PChar[]): void {
+  const letters = chars.filter((c) => /\p{L}/u.test(c.c));
+  if (letters.length === 0) return;
+  const size = median(letters.map((c) => c.size));
+  const base = median(letters.map((c) => c.base));
+  for (const [i, ch] of chars.entries()) {
+    if (!/^\d$/.test(ch.c) || ch.size > size * 0.8 || base - ch.base < size * 0.2) continue;
+    chars[i] = { ...ch, c: SUPERSCRIPT[ch.c]! };
+  }
+}
+
 const isLine = (x: Line | Item): x is Line => !('kind' in x);
+/** A form line: a short label ending in a colon, then its value ("Report ID: SPARSE-1234"). */
+const FIELD_RE = /^[\p{L}][\p{L}\d ./#&()'-]{0,30}:\s+\S/u;
 const endsSentence = (s: string): boolean => /[.!?:;"”’)]$/.test(s);
 /** A table-of-contents line: dot leaders before a page number. */
 const LEADERS_RE = /(\.\s?){4,}[^.]{0,3}\s*\S*\d+$| … \S*\d+$/;
 
-function levelOf(line: Line, stats: DocStats | null): number {
+/** A section number before a title: "3", "3.4", "A.1", "IV." — its depth is the level. */
+const NUMBERED_RE = /^(?:(\d{1,2}(?:\.\d{1,3}){0,5})\.?|([A-Z](?:\.\d{1,3}){1,5})|([IVX]{1,5})\.)\s+\p{L}/u;
+
+const CAPTION_RE = /^(table|figure|fig\.|chart|exhibit|plate|listing|source|note)s?\s*[\dIVX]+[a-z]?(\.\d+)?\s*[.:—–-]?(\s|$)/i;
+
+const CHAPTER_RE = /^(chapter|part|appendix)\s+(\d{1,3}|[IVXLC]{1,6}|[A-Z])$/i;
+
+function numberDepth(text: string): number {
+  const m = NUMBERED_RE.exec(text);
+  if (!m) return 0;
+  return Math.min(6, (m[1] ?? m[2] ?? m[3] ?? '').split('.').filter(Boolean).length);
+}
+
+/**
+ * The heading level of a line, 0 for text. Candidates come from the document's font
+ * statistics (larger type, or bold at body size); a numbered title takes the depth of its
+ * number. Not headings: sentences, form fields, and short bold labels at body size that are
+ * neither numbered nor set apart by space above (`spaced`).
+ */
+function levelOf(line: Line, stats: DocStats | null, spaced: boolean): number {
   if (!stats) return 0;
   const level = headingLevel(stats, line.size, line.style);
   if (level === 0) return 0;
   const bySize = line.size >= stats.bodySize * 1.12;
+  const words = line.text.split(/\s+/).length;
+  const depth = numberDepth(line.text);
   // a bold line at body size is a heading only when it is short and not a sentence
-  if (!bySize && (line.text.length > 80 || /[.,;]$/.test(line.text) || line.text.split(/\s+/).length > 12)) return 0;
-  return level;
+  if (!bySize && (line.text.length > 80 || /[.,;:]$/.test(line.text) || words > 12)) return 0;
+  if (!bySize && depth === 0 && !spaced) return 0;
+  // a one-word bold label at body size ("Note", "Warning") is emphasis, even set apart; a lone
+  // capital is an index's letter group
+  if (!bySize && depth === 0 && words < 2 && !/^\p{Lu}$/u.test(line.text)) return 0;
+  // a caption ("Table 1: …", "Figure 3.") is not a title
+  if (CAPTION_RE.test(line.text)) return 0;
+  // larger type that reads as a sentence (several words and a full stop) is text set large;
+  // a form field ("Patient Name: …") is a label with its value
+  if (/[a-z)]\.$/.test(line.text) && words > 5) return 0;
+  if (FIELD_RE.test(line.text)) return 0;
+  // a contents line ("3 Installation 8"), a date or an author with a footnote mark is not a
+  // section title
+  if ((depth > 0 || /^[A-Z]\s+\p{Lu}/u.test(line.text)) && /\s\d{1,4}$/.test(line.text)) return 0;
+  if (DATE_RE.test(line.text) || /[∗*†‡§]$/u.test(line.text)) return 0;
+  if (!/\p{L}/u.test(line.text)) return 0;
+  // a numbered title teaches the document which size its level has; unnumbered titles of that
+  // size (Contents, References, Abstract) then take the same level
+  const size = Math.round(line.size * 2) / 2;
+  if (depth > 0) {
+    if (!stats.levelBySize.has(size)) stats.levelBySize.set(size, depth);
+    return depth;
+  }
+  return stats.levelBySize.get(size) ?? level;
+}
+
+const DATE_RE = /^(\p{L}+ \d{1,2}, \d{4}|\d{1,2} \p{L}+ \d{4}|\p{L}+ \d{4})$/u;
+
+/** The usual distance from one line to the next in the section (median of close pairs). */
+function linePitch(lines: ReadonlyArray<Line | Item>): number {
+  const deltas: number[] = [];
+  let prev: Line | null = null;
+  for (const x of lines) {
+    if (!isLine(x)) { prev = null; continue; }
+    if (prev && Math.abs(prev.size - x.size) <= 1) {
+      const d = x.y1 - prev.y1;
+      if (d > x.size * 0.9 && d < x.size * 2.5) deltas.push(d);
+    }
+    prev = x;
+  }
+  return median(deltas);
 }
 
 function blocksOf(section: readonly Item[], opts: RenderOptions, right: number): Block[] {
   const blocks: Block[] = [];
   let prev: Line | null = null;
-  for (const x of linesOf(section)) {
+  const lines = linesOf(section);
+  // scripts set with tall line spacing (Arabic fonts) still wrap within a paragraph
+  const pitch = linePitch(lines);
+  // figures set inside a paragraph that goes on after them wait for its end
+  let held: Block[] = [];
+  for (const x of lines) {
     if (!isLine(x)) {
-      blocks.push({ kind: 'raw', markdown: x.kind === 'table' ? x.markdown : x.kind === 'figure' ? opts.figure(x.index) : '' });
+      const block: Block = { kind: 'raw', markdown: x.kind === 'table' ? x.markdown : x.kind === 'figure' ? opts.figure(x.index) : '' };
+      if (x.kind === 'figure' && opts.structure && blocks[blocks.length - 1]?.kind === 'para' && prev && !endsSentence(prev.text)) {
+        held.push(block);
+        continue;
+      }
+      blocks.push(block);
       prev = null;
       continue;
     }
+    if (held.length > 0) {
+      const para = blocks[blocks.length - 1]!;
+      if (para.kind === 'para' && /^\p{Ll}/u.test(x.text)) {
+        para.lines.push(x);
+        prev = x;
+        continue;
+      }
+      blocks.push(...held);
+      held = [];
+      prev = null;
+    }
     const cur = blocks[blocks.length - 1];
     const gap = prev ? x.y0 - prev.y1 : Infinity;
-    const near = prev !== null && gap <= Math.max(prev.size, x.size) * 0.5 && gap > -x.size && Math.abs(prev.size - x.size) <= 1;
+    const near = prev !== null && (gap <= Math.max(prev.size, x.size) * 0.5 || x.y1 - prev.y1 <= pitch * 1.15) &&
+      gap > -x.size && Math.abs(prev.size - x.size) <= 1;
     if (!opts.structure) {
       if (near && cur && cur.kind === 'para') cur.lines.push(x);
       else blocks.push({ kind: 'para', lines: [x] });
@@ -116,14 +259,25 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, right: number):
       continue;
     }
     const toc = LEADERS_RE.test(x.text);
-    const level = toc ? 0 : levelOf(x, opts.stats);
+    const byOutline = opts.outline && !toc ? opts.outline.match(x.text) : null;
+    let level = toc ? 0 : byOutline ? byOutline.level : levelOf(x, opts.stats, prev === null || gap >= x.size * 0.8);
+    // a line that goes on in lower case continues a heading above it, or is not one (a wrapped
+    // caption's second line, "through 2021–22")
+    if (level > 0 && !byOutline && /^\p{Ll}/u.test(x.text) && !(near && cur?.kind === 'heading' && cur.level === level)) level = 0;
     const bullet = BULLET_RE.exec(x.text);
     const ordered = ORDERED_RE.exec(x.text);
     const inCode = cur?.kind === 'code' && prev !== null && gap <= x.size * 1.5;
     // "• INTEGER;" with a code word is a list item, unless it sits inside a code block
     const code = (x.style & MONO) !== 0 && (!(bullet || ordered) || (inCode && x.allMono));
-    if (level > 0) {
-      if (near && (cur?.kind === 'heading' || cur?.kind === 'para') && cur.level === level) {
+    if (level > 0 && byOutline) {
+      if (byOutline.continued && cur?.kind === 'heading') cur.lines.push(x);
+      else blocks.push({ kind: 'heading', level, lines: [x], byOutline: true });
+    } else if (level > 0) {
+      // "Chapter 3" on a line of its own names the title set below it: one heading
+      if (cur?.kind === 'heading' && !cur.byOutline && cur.lines.length === 1 && CHAPTER_RE.test(cur.lines[0]!.text)) {
+        cur.lines.push(x);
+        cur.level = Math.min(cur.level, level);
+      } else if (near && (cur?.kind === 'heading' || cur?.kind === 'para') && cur.level === level) {
         cur.lines.push(x);
         // more than three lines of large type is a paragraph set large, not a heading
         if (cur.kind === 'heading' && cur.lines.length > 3) blocks[blocks.length - 1] = { kind: 'para', lines: cur.lines, level };
@@ -133,13 +287,15 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, right: number):
     } else if (code) {
       if (inCode) cur.lines.push(x);
       else blocks.push({ kind: 'code', lines: [x] });
-    } else if (bullet || ordered) {
+    } else if ((bullet || ordered) && !(near && cur?.kind === 'para' && !endsSentence(prev!.text) && (ordered || /^[-–—]/.test(x.text)))) {
       blocks.push({ kind: 'item', ordered: ordered ? Number(ordered[1]) : null, indent: x.x0, lines: [x] });
     } else if (near && cur?.kind === 'item' && (x.x0 >= cur.indent + 2 ||
       // a wrapped item without a hanging indent: the line above ran to the margin mid-sentence
       (x.x0 >= cur.indent - 1 && prev!.x1 >= right - x.size * 2 && !endsSentence(prev!.text)))) {
       cur.lines.push(x);
     } else if (near && cur?.kind === 'para' && !toc && !LEADERS_RE.test(prev!.text) &&
+      // label–value lines of a form stay lines
+      !(FIELD_RE.test(x.text) && FIELD_RE.test(prev!.text)) &&
       !(endsSentence(prev!.text) && (prev!.x1 < right - x.size * 3 || x.x0 > prev!.x0 + x.size * 0.8))) {
       cur.lines.push(x);
     } else {
@@ -147,11 +303,29 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, right: number):
     }
     prev = x;
   }
+  blocks.push(...held);
   return blocks;
 }
 
+const LETTERS_END_RE = /\p{L}+$/u;
+const LETTERS_START_RE = /^\p{L}+/u;
+
+/**
+ * Whether the hyphen that ends a line belongs to the word ("chat-" + "optimized" stays
+ * chat-optimized) or only splits it ("exam-" + "ple" is example), without a dictionary: the
+ * document's own words decide. The joined word seen elsewhere: a split. The hyphenated form
+ * seen, or both halves seen as words of their own: a compound. Neither: a split.
+ */
+function keepsHyphen(before: string, after: string, words: ReadonlySet<string> | null): boolean {
+  if (!words) return false;
+  const a = before.toLowerCase(), b = after.toLowerCase();
+  if (words.has(a + b)) return false;
+  if (words.has(`${a}-${b}`)) return true;
+  return words.has(a) && words.has(b);
+}
+
 /** The characters of wrapped lines as one run: a split word is mended, other breaks are spaces. */
-function joined(lines: readonly Line[]): PChar[] {
+function joined(lines: readonly Line[], words: ReadonlySet<string> | null = null): PChar[] {
   const out: PChar[] = [];
   for (const line of lines) {
     const chars = line.chars;
@@ -162,8 +336,11 @@ function joined(lines: readonly Line[]): PChar[] {
       const last = out[k];
       const before = out[k - 1];
       const next = chars.find((c) => c.c.trim() !== '');
-      if (last && last.c === '-' && before && /\p{L}/u.test(before.c) && next && /\p{Ll}/u.test(next.c)) out.pop();
-      else if (last) out.push(SPACE(last));
+      if (last && last.c === '-' && before && /\p{L}/u.test(before.c) && next && /\p{Ll}/u.test(next.c)) {
+        const head = LETTERS_END_RE.exec(textOf(out.slice(Math.max(0, k - 40), k)))?.[0] ?? '';
+        const tail = LETTERS_START_RE.exec(textOf(chars.slice(chars.indexOf(next), chars.indexOf(next) + 40)))?.[0] ?? '';
+        if (!keepsHyphen(head, tail, words)) out.pop();
+      } else if (last) out.push(SPACE(last));
     }
     out.push(...chars);
   }
@@ -174,7 +351,7 @@ function render(block: Block, opts: RenderOptions, listPrefix: string): string {
   switch (block.kind) {
     case 'raw': return block.markdown;
     case 'heading': {
-      const text = inlineMarkdown(joined(block.lines), opts.links, false);
+      const text = inlineMarkdown(joined(block.lines, opts.stats?.words ?? null), opts.links, false);
       return `${'#'.repeat(block.level)} ${text}`;
     }
     case 'code': {
@@ -187,16 +364,34 @@ function render(block: Block, opts: RenderOptions, listPrefix: string): string {
       return `${fence}\n${body}\n${fence}`;
     }
     case 'item': {
-      const chars = joined(block.lines);
+      const chars = joined(block.lines, opts.stats?.words ?? null);
       const marker = (block.ordered !== null ? ORDERED_RE : BULLET_RE).exec(textOf(chars))?.[0].length ?? 0;
       const text = inlineMarkdown(chars.slice(marker), opts.links, true);
       return `${listPrefix}${block.ordered !== null ? `${block.ordered}. ` : '- '}${text}`;
     }
     case 'para': {
-      const text = inlineMarkdown(joined(block.lines), opts.links, opts.structure);
+      const text = inlineMarkdown(joined(block.lines, opts.stats?.words ?? null), opts.links, opts.structure);
       return escapeBlockStart(text);
     }
   }
+}
+
+/**
+ * Three or more headings of one level in a row with no text between them are not a heading
+ * tree but text set large or bold (a slide's points, a cover's lines): they are paragraphs.
+ * Headings the outline named are the author's and stay.
+ */
+function slideRuns(blocks: Block[]): Block[] {
+  const isRun = (b: Block | undefined, level: number): b is Block & { kind: 'heading' } =>
+    b?.kind === 'heading' && !b.byOutline && b.level === level;
+  for (let i = 0; i < blocks.length;) {
+    const first = blocks[i]!;
+    let j = i + 1;
+    if (first.kind === 'heading' && !first.byOutline) while (isRun(blocks[j], first.level)) j++;
+    if (j - i >= 3) for (let k = i; k < j; k++) blocks[k] = { kind: 'para', lines: (blocks[k] as Block & { kind: 'heading' }).lines };
+    i = j;
+  }
+  return blocks;
 }
 
 /** Markdown of one page from its sections (see layout.ts). */
@@ -204,7 +399,7 @@ export function renderSections(sections: readonly Item[][], opts: RenderOptions)
   const out: string[] = [];
   for (const section of sections) {
     const right = boxOf(section).x1;
-    const blocks = blocksOf(section, opts, right);
+    const blocks = slideRuns(blocksOf(section, opts, right));
     // list nesting: a stack of item indents and the prefix their children need
     let stack: Array<{ indent: number; prefix: string }> = [];
     let lastWasItem = false;

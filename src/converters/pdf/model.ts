@@ -7,6 +7,8 @@ export interface Box { x0: number; y0: number; x1: number; y1: number }
 export const BOLD = 1;
 export const ITALIC = 2;
 export const MONO = 4;
+/** A glyph of a symbol font (Symbol, Wingdings): only while a page is read. */
+export const SYMBOL = 8;
 
 export interface PChar {
   c: string;

@@ -7,7 +7,7 @@
 //   figures with captions, column-aware reading order, headings, lists, inline styles.
 // Contract: the page and every mupdf object made for it are destroyed before this returns.
 import * as mupdf from 'mupdf';
-import { ocrMarkdown, recognize } from '../shared/ocr.js';
+import { ocrLanguages, ocrMarkdown, recognize, type OcrLanguage } from '../shared/ocr.js';
 import { estimateLineHeight, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext } from '../types.js';
 import { extractPage, type PageModel } from './extract.js';
@@ -15,6 +15,7 @@ import { figureMarkdown, planFigures } from './figures.js';
 import { readingOrder } from './layout.js';
 import { renderSections } from './markdown.js';
 import type { Item } from './model.js';
+import { type OutlineEntry, OutlineMatcher } from './outline.js';
 import { type DocStats, isRunningHead } from './stats.js';
 import { alignedTables, ruledTables } from './tables.js';
 
@@ -27,6 +28,10 @@ export interface PageJob {
   figures: 'placeholder' | 'describe';
   ocr: boolean;
   stats: DocStats | null;
+  /** The languages OCR reads the page and its figures in. */
+  languages: readonly OcrLanguage[];
+  /** The document's outline (empty: it has none). */
+  outline: readonly OutlineEntry[];
   /** The document-wide number the page's first figure gets. */
   firstFigure: number;
   ctx: ConvertContext;
@@ -56,7 +61,7 @@ function lineHeight(pix: mupdf.Pixmap): number | null {
   return estimateLineHeight(new Uint8Array(px.buffer, px.byteOffset, px.length), pix.getWidth(), pix.getHeight());
 }
 
-async function ocrPage(page: mupdf.Page, signal: AbortSignal): Promise<string> {
+async function ocrPage(page: mupdf.Page, signal: AbortSignal, languages: readonly OcrLanguage[]): Promise<string> {
   const [x0, y0, x1, y1] = page.getBounds();
   const most = MAX_SIDE / Math.max(1, x1 - x0, y1 - y0);
   const scale = Math.min(OCR_DPI / 72, most);
@@ -75,20 +80,20 @@ async function ocrPage(page: mupdf.Page, signal: AbortSignal): Promise<string> {
   } finally {
     pix.destroy();
   }
-  return ocrMarkdown(await recognize(png, signal));
+  return ocrMarkdown(await recognize(png, signal, languages));
 }
 
 export async function convertPage(job: PageJob): Promise<PageOutput> {
   const page = job.doc.loadPage(job.number - 1);
   try {
-    if (job.ocr) return { markdown: await ocrPage(page, job.ctx.signal), figures: 0, aiUsed: false, ocred: true };
+    if (job.ocr) return { markdown: await ocrPage(page, job.ctx.signal, job.languages), figures: 0, aiUsed: false, ocred: true };
     const fast = job.quality === 'fast';
     const wantPixels = !fast && (job.figures === 'describe' || job.quality === 'max');
     const model = extractPage(page, job.doc, job.number, { keepImages: wantPixels, vectors: !fast, links: !fast });
     try {
       if (needsOcr(model)) {
         if (fast) return { markdown: '', figures: 0, aiUsed: false, ocred: false };
-        return { markdown: await ocrPage(page, job.ctx.signal), figures: 0, aiUsed: false, ocred: true };
+        return { markdown: await ocrPage(page, job.ctx.signal, job.languages), figures: 0, aiUsed: false, ocred: true };
       }
       if (fast) {
         const items: Item[] = model.frags
@@ -111,11 +116,9 @@ async function structuredPage(job: PageJob, model: PageModel): Promise<PageOutpu
   const ruled = ruledTables(frags, model.vectors, model.width * model.height);
   frags = ruled.frags;
   const tables = [...ruled.tables];
-  if (job.tableMode === 'accurate') {
-    const aligned = alignedTables(frags);
-    frags = aligned.frags;
-    tables.push(...aligned.tables);
-  }
+  const aligned = alignedTables(frags, { sparse: job.tableMode === 'accurate' });
+  frags = aligned.frags;
+  tables.push(...aligned.tables);
   const plan = planFigures(model, frags, job.firstFigure);
   const items: Item[] = [
     ...plan.frags.map((frag): Item => ({ kind: 'text', frag, x0: frag.x0, y0: frag.y0, x1: frag.x1, y1: frag.y1 })),
@@ -126,12 +129,13 @@ async function structuredPage(job: PageJob, model: PageModel): Promise<PageOutpu
   let aiUsed = false;
   for (const f of plan.figures) {
     job.ctx.signal.throwIfAborted();
-    const out = await figureMarkdown(f, { describe: job.figures === 'describe', ocrText: job.quality === 'max', ctx: job.ctx });
+    const out = await figureMarkdown(f, { describe: job.figures === 'describe', ocrText: job.quality === 'max', languages: job.languages, ctx: job.ctx });
     figureMd.push(out.markdown);
     aiUsed ||= out.aiUsed;
   }
   const markdown = renderSections(readingOrder(items, model.width), {
     stats: job.stats, structure: true, links: model.links, figure: (i) => figureMd[i] ?? '',
+    outline: job.outline.length > 0 ? new OutlineMatcher(job.outline as OutlineEntry[], job.number) : null,
   });
   return { markdown, figures: plan.figures.length, aiUsed, ocred: false };
 }

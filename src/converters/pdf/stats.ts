@@ -12,7 +12,14 @@ const MARGIN = 0.09;
 /** Vertical position granularity of a running head, in points. */
 const Y_STEP = 6;
 
+/** At most this many distinct words are kept for the hyphenation evidence. */
+const MAX_WORDS = 200_000;
+const WORD_RE = /\p{L}+(?:-\p{L}+)*/gu;
+
 export interface PageSignals {
+  /** Words of the page, lower-cased (a line's first word and a word cut by a line-end hyphen
+   *  left out: they may be pieces of a word). */
+  words: Set<string>;
   /** Ink characters per rounded size (page numbers left out). */
   sizeChars: Map<number, number>;
   /** Keys of the fragments in the margins (text with digits folded, and height). */
@@ -25,6 +32,10 @@ export interface DocStats {
   headingSizes: number[];
   /** Margin keys seen on most sampled pages. */
   running: Set<string>;
+  /** Words seen in the sampled pages (PageSignals.words): evidence for line-end hyphens. */
+  words: Set<string>;
+  /** Heading level by rounded type size, learned from numbered titles while pages are read. */
+  levelBySize: Map<number, number>;
 }
 
 /** The page numbers (1-based) to sample: all of them when few, else evenly spread. */
@@ -50,7 +61,15 @@ function keyOf(f: Frag, yBucket: number): string {
 export function pageSignals(page: PageModel): PageSignals {
   const sizeChars = new Map<number, number>();
   const marginKeys = new Set<string>();
+  const words = new Set<string>();
   for (const f of page.frags) {
+    const text = textOf(f.chars);
+    let first = true;
+    for (const m of text.matchAll(WORD_RE)) {
+      const cut = text[m.index + m[0].length] === '-' && m.index + m[0].length === text.trimEnd().length - 1;
+      if (!first && !cut) words.add(m[0].toLowerCase());
+      first = false;
+    }
     if (inMargin(f, page.height)) {
       if (isPageNumber(textOf(f.chars))) continue;
       marginKeys.add(keyOf(f, Math.round(((f.y0 + f.y1) / 2) / Y_STEP)));
@@ -61,13 +80,15 @@ export function pageSignals(page: PageModel): PageSignals {
       sizeChars.set(k, (sizeChars.get(k) ?? 0) + 1);
     }
   }
-  return { sizeChars, marginKeys };
+  return { words, sizeChars, marginKeys };
 }
 
 export function buildStats(signals: readonly PageSignals[]): DocStats {
   const sizes = new Map<number, number>();
   const keyPages = new Map<string, number>();
+  const words = new Set<string>();
   for (const s of signals) {
+    for (const w of s.words) if (words.size < MAX_WORDS) words.add(w);
     for (const [k, n] of s.sizeChars) sizes.set(k, (sizes.get(k) ?? 0) + n);
     for (const k of s.marginKeys) keyPages.set(k, (keyPages.get(k) ?? 0) + 1);
   }
@@ -83,7 +104,7 @@ export function buildStats(signals: readonly PageSignals[]): DocStats {
   const need = Math.max(2, Math.ceil(signals.length * 0.4));
   const running = new Set<string>();
   for (const [k, n] of keyPages) if (n >= need) running.add(k);
-  return { bodySize, headingSizes, running };
+  return { bodySize, headingSizes, running, words, levelBySize: new Map() };
 }
 
 /** True for a running header/footer or a bare page number in the margins. */

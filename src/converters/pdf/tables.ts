@@ -1,8 +1,11 @@
 // Tables on a PDF page, as GFM tables. Two detectors:
 // - ruled: horizontal and vertical rules (thin vector boxes, rectangle edges) that cross each
-//   other form a grid; each character goes to the cell its centre falls in.
-// - aligned (table_mode accurate): three or more consecutive lines split into short pieces that
-//   fall into the same vertical bands form columns, even with no rules drawn.
+//   other form a grid; each character goes to the cell its centre falls in. A column edge with
+//   no rule splits a row unless a word runs across it (then the cell is merged).
+// - aligned: three or more consecutive lines split into short pieces that fall into the same
+//   vertical bands form columns, even with no rules drawn; trailing numbers are split apart
+//   first. What reads as a form, a list or chart labels is left as text. With `sparse` (table
+//   mode accurate) rows of one short piece inside such a run belong to the table.
 // Both return the tables as reading-order items and the fragments they did not use.
 import { gfmTable } from '../shared/gfm-table.js';
 import { joinLines } from '../shared/ocr.js';
@@ -51,6 +54,20 @@ function slot(edges: number[], v: number): number {
 /** True when a vertical rule at `x` runs from `y0` to `y1`. */
 function ruled(v: readonly VSeg[], x: number, y0: number, y1: number): boolean {
   return v.some((s) => Math.abs(s.x - x) <= TOL && s.y0 <= y0 + TOL && s.y1 >= y1 - TOL);
+}
+
+/** True when a word of `chars` (one table row) runs across the vertical line at `x`. */
+function crossed(chars: readonly PChar[], x: number): boolean {
+  const sorted = [...chars].sort((a, b) => (Math.abs(a.base - b.base) > a.size * 0.4 ? a.base - b.base : a.x0 - b.x0));
+  for (let k = 0; k < sorted.length; k++) {
+    const ch = sorted[k]!;
+    if (ch.c.trim() === '') continue;
+    if (ch.x0 < x - 0.5 && ch.x1 > x + 0.5) return true;
+    const next = sorted[k + 1];
+    if (next && next.c.trim() !== '' && Math.abs(next.base - ch.base) <= ch.size * 0.4 &&
+      ch.x1 <= x + 0.5 && next.x0 >= x - 0.5 && next.x0 - ch.x1 < ch.size * 0.25) return true;
+  }
+  return false;
 }
 
 /** Groups rules into grids: a horizontal and a vertical rule that cross are in the same grid. */
@@ -134,14 +151,17 @@ export function ruledTables(frags: Frag[], vectors: readonly VecBox[], pageArea:
     const box = { x0: xs[0]!, y0: ys[0]!, x1: xs[xs.length - 1]!, y1: ys[ys.length - 1]! };
     const carved = carve(rest, box);
     const cells: PChar[][][] = ys.slice(1).map(() => xs.slice(1).map(() => []));
-    for (const ch of carved.inside) {
-      const cx = (ch.x0 + ch.x1) / 2;
-      const cy = ch.base - ch.size * 0.3;
-      const i = slot(ys, cy);
-      let j = slot(xs, cx);
-      // a merged cell has no rule between its columns: its text stays in its first column
-      while (j > 0 && !ruled(g.v, xs[j]!, ys[i]!, ys[i + 1]!)) j--;
-      cells[i]![j]!.push(ch);
+    const byRow: PChar[][] = ys.slice(1).map(() => []);
+    for (const ch of carved.inside) byRow[slot(ys, ch.base - ch.size * 0.3)]!.push(ch);
+    for (const [i, chars] of byRow.entries()) {
+      // a merged cell has no rule between its columns and text that runs across the edge: its
+      // text stays in its first column; an unruled edge that no word crosses still splits
+      const open = xs.map((x, j) => j > 0 && j < xs.length - 1 && !ruled(g.v, x, ys[i]!, ys[i + 1]!) && crossed(chars, x));
+      for (const ch of chars) {
+        let j = slot(xs, (ch.x0 + ch.x1) / 2);
+        while (j > 0 && open[j]) j--;
+        cells[i]![j]!.push(ch);
+      }
     }
     const rows = prune(cells.map((r) => r.map(cellText)));
     if (!rows) continue;
@@ -186,37 +206,104 @@ function bands(rows: Row[]): Array<[number, number]> | null {
   return out;
 }
 
+/** Rows split into aligned pieces that read as something else than a table: a key–value form
+ *  (`Report ID:  SPARSE-2024`), a list (a column of bullets or numbers), or labels scattered
+ *  over a chart (most cells empty). */
+function tableLike(rows: string[][]): boolean {
+  const filled = rows.flat().filter((c) => c !== '').length;
+  if (filled < rows.length * rows[0]!.length * 0.5) return false;
+  const first = rows.map((r) => r[0]!).filter((c) => c !== '');
+  if (first.length > 0 && first.every((c) => /^([•◦▪▫●○■□‣⁃∙·\-–—*»►✓✔]|\(?\d{1,3}[.)]|[a-z][.)])$/u.test(c))) return false;
+  const keyed = rows.filter((r) => r.filter((c) => c !== '').length <= 2 && /:$/.test(r[0]!)).length;
+  if (keyed >= rows.length * 0.5) return false;
+  return !isContents(rows);
+}
+
+/** A table of contents: titles whose last column is page numbers that never go down, or lines
+ *  with dot leaders. */
+function isContents(rows: string[][]): boolean {
+  if (rows.filter((r) => r.some((c) => /(\.\s?){4,}/.test(c))).length >= rows.length * 0.5) return true;
+  const last = rows.map((r) => [...r].reverse().find((c) => c !== '') ?? '');
+  const pages = last.map((c) => (/^\d{1,4}$/.test(c) ? Number(c) : null));
+  const numbered = pages.filter((p): p is number => p !== null);
+  if (numbered.length < rows.length * 0.8 || numbered.length < 3) return false;
+  const rising = numbered.every((p, i) => i === 0 || p >= numbered[i - 1]!);
+  const titled = rows.filter((r) => r.some((c) => /\p{L}{3,}.*\s\p{L}{3,}/u.test(c))).length >= rows.length * 0.5;
+  return rising && titled && numbered[numbered.length - 1]! > numbered[0]!;
+}
+
 /** Tables whose columns are only aligned by whitespace (table_mode accurate). */
-export function alignedTables(frags: Frag[]): { tables: Item[]; frags: Frag[] } {
+const NUMBER_RE = /^[-+−(]?[$€£¥]?\d[\d,.\u00a0]*%?\)?$|^[-–—]$/u;
+
+/** A fragment whose text ends in two or more numbers split into its label and one piece per
+ *  number: numeric columns set with gutters narrower than an em arrive as one fragment. */
+function splitNumbers(f: Frag): Frag[] {
+  const words: PChar[][] = [];
+  let word: PChar[] = [];
+  for (const ch of f.chars) {
+    if (ch.c.trim() === '') { if (word.length > 0) words.push(word); word = []; continue; }
+    if (word.length > 0 && ch.x0 - word[word.length - 1]!.x1 > ch.size * 0.2) { words.push(word); word = []; }
+    word.push(ch);
+  }
+  if (word.length > 0) words.push(word);
+  let k = words.length;
+  while (k > 0 && NUMBER_RE.test(textOf(words[k - 1]!))) k--;
+  if (words.length - k < 2) return [f];
+  const label = k > 0 ? [makeFrag(f.chars.filter((ch) => ch.x1 <= words[k - 1]![words[k - 1]!.length - 1]!.x1 + 0.01))] : [];
+  return [...label, ...words.slice(k).map((w) => makeFrag(w))];
+}
+
+export function alignedTables(original: Frag[], opts: { sparse: boolean }): { tables: Item[]; frags: Frag[] } {
+  const source = new Map<Frag, Frag>();
+  const frags = original.flatMap((f) => {
+    const pieces = splitNumbers(f);
+    for (const p of pieces) source.set(p, f);
+    return pieces;
+  });
   const rows = rowsOf(frags);
   const tables: Item[] = [];
   const used = new Set<Frag>();
+  const near = (j: number): boolean => rows[j]!.y0 - rows[j - 1]!.y1 <= rows[j - 1]!.size * 1.5;
+  // sparse (table_mode accurate): a row with one short piece (a section label, a value whose
+  // neighbours are empty) inside a run of split rows belongs to the table
+  const lone = (j: number): boolean => rows[j]!.frags.length === 1 &&
+    textOf(rows[j]!.frags[0]!.chars).trim().length <= 40 && j + 1 < rows.length && rows[j + 1]!.frags.length >= 2 && near(j + 1);
+  const runEnd = (i: number, sparse: boolean): number => {
+    let j = i;
+    while (j < rows.length && (rows[j]!.frags.length >= 2 || (sparse && j > i && lone(j))) && (j === i || near(j))) j++;
+    return j;
+  };
+  const table = (run: Row[]): Item | null => {
+    const cols = run.length >= 3 ? bands(run) : null;
+    if (!cols) return null;
+    const grid = run.map((r) => {
+      const cells = cols.map(() => [] as PChar[]);
+      for (const f of r.frags) {
+        const k = cols.findIndex(([a, b]) => f.x0 >= a - 0.5 && f.x1 <= b + 0.5);
+        cells[Math.max(0, k)]!.push(...f.chars);
+      }
+      return cells.map(cellText);
+    });
+    const pruned = prune(grid);
+    if (!pruned || !tableLike(pruned)) return null;
+    const box = { x0: cols[0]![0], y0: run[0]!.y0, x1: cols[cols.length - 1]![1], y1: run[run.length - 1]!.y1 };
+    return { kind: 'table', ...box, markdown: gfmTable(pruned) };
+  };
   let i = 0;
   while (i < rows.length) {
-    let j = i;
-    while (j < rows.length && rows[j]!.frags.length >= 2 &&
-      (j === i || rows[j]!.y0 - rows[j - 1]!.y1 <= rows[j - 1]!.size * 1.5)) j++;
-    const run = rows.slice(i, j);
-    const cols = run.length >= 3 ? bands(run) : null;
-    if (cols) {
-      const grid = run.map((r) => {
-        const cells = cols.map(() => [] as PChar[]);
-        for (const f of r.frags) {
-          const k = cols.findIndex(([a, b]) => f.x0 >= a - 0.5 && f.x1 <= b + 0.5);
-          cells[Math.max(0, k)]!.push(...f.chars);
-          used.add(f);
-        }
-        return cells.map(cellText);
-      });
-      const pruned = prune(grid);
-      if (pruned) {
-        const box = { x0: cols[0]![0], y0: run[0]!.y0, x1: cols[cols.length - 1]![1], y1: run[run.length - 1]!.y1 };
-        tables.push({ kind: 'table', ...box, markdown: gfmTable(pruned) });
-      } else {
-        for (const r of run) for (const f of r.frags) used.delete(f);
-      }
+    // the sparse reading first; where it makes no table, the strict one
+    let j = runEnd(i, opts.sparse);
+    let found = table(rows.slice(i, j));
+    if (!found && opts.sparse) {
+      j = runEnd(i, false);
+      found = table(rows.slice(i, j));
+    }
+    if (found) {
+      tables.push(found);
+      for (const r of rows.slice(i, j)) for (const f of r.frags) used.add(f);
     }
     i = Math.max(j, i + 1);
   }
-  return { tables, frags: frags.filter((f) => !used.has(f)) };
+  const taken = new Set([...used].map((f) => source.get(f)!));
+  return { tables, frags: original.filter((f) => !taken.has(f)) };
 }

@@ -1,0 +1,95 @@
+// The PDF converter's work (pdf.ts is its shell): everything here runs mupdf, so it is loaded
+// only where conversions and counts run — the pool's threads — and never by the event loop,
+// which sniffs a PDF by its first bytes alone.
+import { ApiError } from '../../errors.js';
+import { ocrLanguages } from '../shared/ocr.js';
+import { selectPages } from '../shared/page-range.js';
+import type { ConvertContext, ConvertOptions, ConvertResult, Count } from '../types.js';
+import { extractPage } from './extract.js';
+import { asDocumentError, openPdf } from './open.js';
+import { joinPages } from './continued.js';
+import { readOutline } from './outline.js';
+import { convertPage } from './page.js';
+import { buildStats, type DocStats, pageSignals, samplePages } from './stats.js';
+import type * as mupdf from 'mupdf';
+
+export { asDocumentError };
+
+/** The pages `options.pages` selects, counted from the document's page tree. */
+export function countPdf(file: string, options: ConvertOptions): Count {
+  const opened = openPdf(file);
+  try {
+    const pages = selectPages(options.pages, opened.pageCount).length;
+    // A selection of no page would be an empty conversion, charged: refused at submit instead.
+    if (pages === 0 && options.pages !== undefined) {
+      const count = opened.pageCount === 1 ? '1 page' : `${opened.pageCount} pages`;
+      throw new ApiError('invalid_request', `pages: the range selects no page of this document, which has ${count}.`);
+    }
+    return { pages, units: pages };
+  } finally {
+    opened.close();
+  }
+}
+
+/** Font statistics of the document, from a sample of its pages. */
+function collectStats(doc: mupdf.Document, pageCount: number, signal: AbortSignal): DocStats {
+  const signals = [];
+  for (const n of samplePages(pageCount)) {
+    signal.throwIfAborted();
+    const page = doc.loadPage(n - 1);
+    try {
+      const model = extractPage(page, doc, n);
+      signals.push(pageSignals(model));
+      model.destroy();
+    } finally {
+      page.destroy();
+    }
+  }
+  return buildStats(signals);
+}
+
+export async function convertPdf(file: string, options: ConvertOptions, ctx: ConvertContext): Promise<ConvertResult> {
+  const quality = options.quality ?? 'standard';
+  const opened = openPdf(file);
+  try {
+    const selected = selectPages(options.pages, opened.pageCount);
+    const ocr = options.ocr === true;
+    const stats = quality === 'fast' || ocr || selected.length === 0 ? null : collectStats(opened.doc, opened.pageCount, ctx.signal);
+    // the author's heading tree, when the document has one (not read for plain text)
+    const outline = stats ? readOutline(opened.doc) : [];
+    const pages: string[] = [];
+    let figures = 0;
+    let aiUsed = false;
+    for (const [i, number] of selected.entries()) {
+      ctx.signal.throwIfAborted();
+      const out = await convertPage({
+        doc: opened.doc,
+        number,
+        quality,
+        tableMode: quality === 'max' ? 'accurate' : options.table_mode ?? 'fast',
+        figures: options.figures ?? 'placeholder',
+        ocr,
+        stats,
+        outline,
+        languages: ocrLanguages(options),
+        firstFigure: figures + 1,
+        ctx,
+      });
+      pages.push(out.markdown);
+      figures += out.figures;
+      aiUsed ||= out.aiUsed;
+      ctx.progress(i + 1, selected.length);
+    }
+    const markdown = joinPages(pages, selected);
+    return {
+      markdown: markdown ? `${markdown}\n` : '',
+      pages,
+      pageCount: selected.length,
+      variant: aiUsed ? 'ai_enhanced' : 'standard',
+      mime: 'application/pdf',
+    };
+  } finally {
+    opened.close();
+  }
+}
+

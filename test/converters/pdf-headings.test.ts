@@ -1,0 +1,51 @@
+// Headings of PDFs: from the outline (bookmarks) when the document has one, else from the
+// font statistics and the section numbers, never from short bold labels or captions.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { pdfConverter } from '../../src/converters/pdf.js';
+import { convertWith } from '../helpers/convert-ctx.js';
+import * as build from '../fixtures/build/pdf.js';
+import * as text from '../fixtures/build/pdf-text.js';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-pdf-headings-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+const headings = (md: string): string[] => md.split('\n').filter((l) => /^#{1,6} /.test(l));
+const expected = build.SECTIONS.map(([depth, title]) => `${'#'.repeat(depth)} ${title}`);
+
+t.test('the outline gives the heading tree: every entry at its depth, nothing else a heading', async (t) => {
+  const file = await build.buildSectionsPdf(dir, true);
+  const { markdown } = await convertWith(pdfConverter, file);
+  t.same(headings(markdown), expected, 'the outline entries found by their titles (numbers printed on the page kept)');
+  t.match(markdown, 'The text of section 2.1.1 describes what was done');
+});
+
+t.test('without an outline, numbered sections take the depth of their number', async (t) => {
+  const file = await build.buildSectionsPdf(dir, false);
+  const { markdown } = await convertWith(pdfConverter, file);
+  const found = headings(markdown);
+  for (const h of expected) t.ok(found.includes(h), `has ${h}`);
+  t.notOk(found.some((h) => /Note|Figure 1/.test(h)), 'a short bold label and a caption are not headings');
+  t.match(markdown, /^\*\*Note\*\*/m, 'the label is kept as text');
+});
+
+t.test('without an outline, a one-word bold label, a caption over two lines and a form field are not headings', async (t) => {
+  const { markdown } = await convertWith(pdfConverter, await text.buildNumberedPdf(dir));
+  t.same(headings(markdown), ['# Study Report', ...text.NUMBERED.map(([title, level]) => `${'#'.repeat(level)} ${title}`)],
+    'the title and every numbered section (3, 3.4, A.1) at its number\'s depth, nothing else');
+  for (const line of text.NOT_HEADINGS) t.notMatch(markdown, new RegExp(`^#+ ${line}`, 'm'), `"${line}" is not a heading`);
+  t.match(markdown, `${text.NOT_HEADINGS[1]} ${text.NOT_HEADINGS[2]}`, 'the wrapped caption stays one caption');
+});
+
+t.test('slide points set large and bold are text, not a run of headings; the slide titles are headings', async (t) => {
+  const { markdown } = await convertWith(pdfConverter, await text.buildSlidesPdf(dir));
+  t.same(headings(markdown).map((h) => h.replace(/^#+ /, '')), text.SLIDES.map((s) => s.title), 'only the titles');
+  for (const p of text.SLIDES.flatMap((s) => s.points)) t.match(markdown, p, `"${p}" is kept as text`);
+});
+
+t.test('"Chapter 2" above the chapter title makes one heading with it', async (t) => {
+  const { markdown } = await convertWith(pdfConverter, await text.buildChapterPdf(dir));
+  t.same(headings(markdown), ['# Chapter 2 Results']);
+});
