@@ -35,6 +35,9 @@ export interface ConvertOptions {
   figures?: 'placeholder' | 'describe';
   ocr?: boolean;
   image_mode?: 'ocr' | 'understand';
+  /** PDF and image OCR: the languages of the text (tesseract's ISO 639-2/T codes); English when
+   *  absent. Checked against OCR_LANGUAGES at the edge. */
+  languages?: string[];
   /** HTML: the address the document came from, to make relative links absolute. */
   baseUrl?: string;
 }

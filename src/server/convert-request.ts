@@ -4,6 +4,7 @@
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { OCR_LANGUAGES } from '../converters/shared/ocr-languages.js';
 import { ApiError } from '../errors.js';
 import { defaultFormats, isRender } from '../converters/registry.js';
 import { parsePageRanges } from '../converters/shared/page-range.js';
@@ -32,15 +33,17 @@ export interface ConvertRequest {
   options: ConvertOptions;
   metadata: unknown;
   store: boolean;
+  /** The client's name for the conversion, when it gave one. */
+  name?: string;
 }
 
 const FORMATS: OutputFormat[] = ['markdown', 'text', 'html', 'pages'];
-const COMMON = ['file', 'files', 'upload', 'uploads', 'formats', 'store', 'metadata'];
+const COMMON = ['file', 'files', 'upload', 'uploads', 'formats', 'store', 'metadata', 'name'];
 
 /** JSON fields each endpoint takes, beyond the common ones; the first is the inline-source field. */
 const FIELDS: Record<ConverterKind, string[]> = {
-  'pdf': ['pages', 'quality', 'table_mode', 'figures', 'ocr'],
-  'image': ['image_mode'],
+  'pdf': ['pages', 'quality', 'table_mode', 'figures', 'ocr', 'languages'],
+  'image': ['image_mode', 'languages'],
   'word': [],
   'excel': [],
   'powerpoint': [],
@@ -105,6 +108,24 @@ function formatsOf(kind: ConverterKind, v: unknown): OutputFormat[] {
   return out;
 }
 
+/** At most this many OCR languages per request (each loads a model into every OCR worker). */
+const MAX_LANGUAGES = 5;
+
+function languagesOf(v: unknown): string[] | undefined {
+  if (v === undefined) return undefined;
+  let list: unknown = v;
+  if (typeof v === 'string') list = v.trim().startsWith('[') ? safeJson('languages', v) : v.split(',').map((s) => s.trim());
+  if (!Array.isArray(list) || list.length === 0 || list.some((x) => typeof x !== 'string')) {
+    throw bad('"languages" must be a non-empty array of language codes such as ["eng", "deu"].');
+  }
+  if (list.length > MAX_LANGUAGES) throw bad(`"languages" takes at most ${MAX_LANGUAGES} languages; got ${list.length}.`);
+  const unknown = (list as string[]).filter((l) => !(OCR_LANGUAGES as readonly string[]).includes(l));
+  if (unknown.length > 0) {
+    throw bad(`Unknown OCR language ${unknown.map((l) => JSON.stringify(l.slice(0, 20))).join(', ')}: "languages" takes ${OCR_LANGUAGES.join(', ')}.`);
+  }
+  return [...new Set(list as string[])];
+}
+
 function safeJson(name: string, s: string): unknown {
   try {
     return JSON.parse(s);
@@ -124,6 +145,7 @@ function optionsOf(kind: ConverterKind, body: Record<string, unknown>): ConvertO
   o.figures = oneOf('figures', body.figures, ['placeholder', 'describe'] as const);
   o.ocr = bool('ocr', body.ocr);
   o.image_mode = oneOf('image_mode', body.image_mode, ['ocr', 'understand'] as const);
+  o.languages = languagesOf(body.languages);
   if (body.base_url !== undefined) {
     if (typeof body.base_url !== 'string' || !URL.canParse(body.base_url)) throw bad('"base_url" must be an absolute URL.');
     o.baseUrl = body.base_url;
@@ -144,7 +166,15 @@ function common(kind: ConverterKind, body: Record<string, unknown>) {
   if (metadata !== undefined && (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))) {
     throw bad('"metadata" must be an object.');
   }
+  let name: string | undefined;
+  if (body.name !== undefined) {
+    if (typeof body.name !== 'string') throw bad('"name" must be a string.');
+    // eslint-disable-next-line no-control-regex
+    name = body.name.replace(/[\u0000-\u001f\u007f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim();
+    if (name === '' || name.length > 255) throw bad('"name" must be 1 to 255 characters.');
+  }
   return {
+    ...(name !== undefined ? { name } : {}),
     fileRefs: stringList(body, 'file', 'files'),
     uploadRefs: stringList(body, 'upload', 'uploads'),
     options: optionsOf(kind, body),
@@ -165,6 +195,8 @@ export async function fromJson(ctx: Ctx, kind: ConverterKind, body: unknown, tmp
   if (kind === 'markdown-html' || kind === 'markdown-text') inline.push(...stringList(b, 'markdown', '__none__'));
   if (FIELDS[kind].includes('text')) inline.push(...stringList(b, 'text', 'texts'));
   const req: ConvertRequest = { kind, sources: [], ...common(kind, b) };
+  // Counted and checked before anything is written: a refused body stages nothing.
+  checkSources(req, inline.length);
   if (kind === 'url') for (const u of inline) checkUrl(u);
   const ext = INLINE_EXT[kind];
   for (let i = 0; i < inline.length; i++) {
@@ -198,11 +230,16 @@ export function fromMultipart(kind: ConverterKind, mp: MultipartBody): ConvertRe
 }
 
 function finalCheck(req: ConvertRequest): ConvertRequest {
-  const n = req.sources.length + req.fileRefs.length + req.uploadRefs.length;
+  checkSources(req, req.sources.length);
+  return req;
+}
+
+/** The request's source count (`inline` sources plus named files and uploads) and options. */
+function checkSources(req: ConvertRequest, inline: number): void {
+  const n = inline + req.fileRefs.length + req.uploadRefs.length;
   if (n === 0) throw bad('No source: send a "file" part, or name the sources in the JSON body.');
   if (n > MAX_SOURCES) throw bad(`At most ${MAX_SOURCES} sources per request; got ${n}.`);
   if (req.options.pages && req.kind !== 'pdf') throw bad('"pages" applies to PDF conversions only.');
-  return req;
 }
 
 function checkUrl(u: string): void {

@@ -1,6 +1,7 @@
 // The operations of the OpenAPI document (src/server/openapi.ts): one entry per route the server
 // registers, with its parameters, request body and responses. Problem responses are named by
 // status (`#/components/responses/Problem404`); every operation also has a default Problem.
+import { OCR_LANGUAGES } from '../converters/shared/ocr-languages.js';
 import { ENDPOINTS, KINDS } from '../converters/registry.js';
 import type { ConverterKind } from '../converters/types.js';
 import { FORMATS, ref, type Schema } from './openapi-schemas.js';
@@ -50,13 +51,20 @@ function kindFields(kind: ConverterKind): Record<string, Schema> {
   const s = { type: 'string' };
   const list = { type: 'array', items: s, minItems: 1 };
   const uri = { type: 'string', format: 'uri' };
+  const languages = {
+    type: 'array', items: { enum: [...OCR_LANGUAGES] }, minItems: 1, maxItems: 5,
+    description: 'Languages of the text OCR reads (scanned pages, figures, images), as tesseract codes; default ["eng"]. In multipart, a comma-separated list.',
+  };
   switch (kind) {
     case 'pdf': return {
-      pages: { type: 'string', description: 'Page ranges such as "1-3,5,8-".' },
-      quality: { enum: ['fast', 'standard', 'max'] }, table_mode: { enum: ['fast', 'accurate'] },
-      figures: { enum: ['placeholder', 'describe'] }, ocr: { type: 'boolean' },
+      pages: { type: 'string', description: 'Page ranges such as "1-3,5,8-". Pages past the end are ignored; a range selecting no page of the document is a 400 invalid_request naming its page count (nothing is charged).' },
+      quality: { enum: ['fast', 'standard', 'max'] }, table_mode: {
+        enum: ['fast', 'accurate'],
+        description: 'fast (default): ruled tables and tables aligned by whitespace; accurate: also rows with one short piece inside a table (section labels, sparse columns). quality max implies accurate.',
+      },
+      figures: { enum: ['placeholder', 'describe'] }, ocr: { type: 'boolean' }, languages,
     };
-    case 'image': return { image_mode: { enum: ['ocr', 'understand'] } };
+    case 'image': return { image_mode: { enum: ['ocr', 'understand'] }, languages };
     case 'html': return { html: s, htmls: list, text: s, texts: list, base_url: uri };
     case 'url': return { url: uri, urls: { ...list, items: uri } };
     case 'text': return { text: s, texts: list };
@@ -75,6 +83,7 @@ export function convertBody(kind: ConverterKind): Schema {
     formats: { type: 'array', items: { enum: [...FORMATS] }, minItems: 1, description: 'Outputs wanted; markdown when omitted.' },
     store: { type: 'boolean', description: 'Keep the result in the account library until deleted (else 24 h).' },
     metadata: { type: 'object', description: 'Returned unchanged.' },
+    name: { type: 'string', minLength: 1, maxLength: 255, description: 'The conversion\'s name in listings; else its first source\'s file name ("report.pdf and 2 more").' },
     ...kindFields(kind),
   };
   const asText = Object.fromEntries(Object.entries(fields).filter(([k]) => k !== 'file' && k !== 'files').map(([k, v]) => [k, {

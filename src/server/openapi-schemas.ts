@@ -48,8 +48,9 @@ const schemas: Record<string, Schema> = {
     required: ['id', 'object', 'name', 'mime', 'role'],
     properties: {
       id: str('file_…'), object: { const: 'file' }, name: str(), mime: str(), role: enumOf(['source', 'output']),
-      status: nullable(enumOf(FILE_STATUS)), format: nullable(enumOf(FORMATS)),
-      variant: nullable(enumOf(['standard', 'ai_enhanced'])),
+      status: nullable(enumOf(FILE_STATUS)),
+      format: { ...enumOf(FORMATS), description: 'On outputs only.' },
+      variant: { ...enumOf(['standard', 'ai_enhanced']), description: 'On outputs only.' },
       bytes: nullable(int()), pages: nullable(int()), credits: nullable(int()),
       content: nullable(str('Inline content of an output up to 1 MB; null in lists and for larger files.')),
       error: nullable(ref('Problem')),

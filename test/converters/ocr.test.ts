@@ -1,23 +1,26 @@
 // The shared OCR worker: its language data comes from node_modules (proved by running it in a
 // child process where every network call throws), and its results become Markdown paragraphs.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
-import { ocrMarkdown, ocrWorkerOptions, recognize, terminateOcr, type OcrLine } from '../../src/converters/shared/ocr.js';
+import { OCR_LANGUAGES, ocrMarkdown, ocrWorkerOptions, recognize, terminateOcr, type OcrLine } from '../../src/converters/shared/ocr.js';
 import { renderTextPng } from '../fixtures/build/pdf.js';
 
 const repo = path.resolve(import.meta.dirname, '../..');
 
 t.teardown(terminateOcr);
 
-t.test('the worker reads its model from node_modules and caches nothing', async (t) => {
+t.test('the worker reads its models from node_modules and caches nothing', async (t) => {
   const opts = ocrWorkerOptions();
   t.ok(path.isAbsolute(opts.langPath!), 'langPath is a local absolute path, not a URL');
-  t.match(opts.langPath!, /node_modules[/\\]@tesseract\.js-data[/\\]eng[/\\]/);
-  t.ok(existsSync(path.join(opts.langPath!, 'eng.traineddata.gz')), 'the gzip model the worker asks for is there');
+  for (const lang of OCR_LANGUAGES) {
+    const model = path.join(opts.langPath!, `${lang}.traineddata.gz`);
+    t.ok(existsSync(model), `the gzip model of ${lang} the worker asks for is there`);
+    t.match(realpathSync(model), new RegExp(`node_modules[/\\\\]@tesseract\\.js-data[/\\\\]${lang}[/\\\\]`), `and is the ${lang} package's own`);
+  }
   t.equal(opts.gzip, true);
   t.equal(opts.cacheMethod, 'none');
 });

@@ -1,28 +1,60 @@
-// OCR for scanned PDF pages, figures and images: one tesseract.js worker per thread, created on
-// first use and reused, with its English model read from node_modules (never the network).
+// OCR for scanned PDF pages, figures and images: tesseract.js workers per thread, one per
+// language set (at most MAX_WORKERS alive), created on first use and reused, with their models
+// read from the @tesseract.js-data packages in node_modules (never the network).
 // Callers hand in an encoded image (PNG) and get paragraphs back, laid out by tesseract's own
 // block/paragraph/line analysis; `ocrMarkdown` turns them into Markdown paragraphs.
 // Contract: call `terminateOcr()` when a thread (or a test) is done, so the process can exit.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import Tesseract from 'tesseract.js';
 import { ApiError } from '../../errors.js';
+import { DEFAULT_OCR_LANGUAGES, OCR_LANGUAGES, type OcrLanguage } from './ocr-languages.js';
+
+export { OCR_LANGUAGES, type OcrLanguage } from './ocr-languages.js';
 
 const require = createRequire(import.meta.url);
 
 /** One recognition may not take longer than this; a stuck worker is killed and replaced. */
 const RECOGNIZE_TIMEOUT_MS = 180_000;
 
+/** A thread keeps at most this many workers (one per language set) alive at once. */
+const MAX_WORKERS = 2;
+
+/**
+ * tesseract.js reads every model of a worker from one folder (`langPath`), while each language
+ * package has its own: a folder of this process holds a link to each package's model.
+ */
+function langFolder(): string {
+  const first = path.dirname(require.resolve('@tesseract.js-data/eng/package.json'));
+  // named after where the packages are, so every process of one install shares it
+  const dir = path.join(os.tmpdir(), `docpipe-tessdata-${createHash('sha256').update(first).digest('hex').slice(0, 16)}`);
+  mkdirSync(dir, { recursive: true });
+  for (const lang of OCR_LANGUAGES) {
+    const link = path.join(dir, `${lang}.traineddata.gz`);
+    if (existsSync(link)) continue;
+    const pkg = path.dirname(require.resolve(`@tesseract.js-data/${lang}/package.json`));
+    try {
+      symlinkSync(path.join(pkg, '4.0.0_best_int', `${lang}.traineddata.gz`), link);
+    } catch (err) {
+      // another thread made it first
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  return dir;
+}
+
 /**
  * The worker's options. The language data is the LSTM "best_int" model that
- * @tesseract.js-data/eng ships (tesseract.js' own choice for LSTM_ONLY); it is gzip-compressed,
+ * @tesseract.js-data/<code> ships (tesseract.js' own choice for LSTM_ONLY); it is gzip-compressed,
  * and `cacheMethod: 'none'` keeps tesseract.js from writing a copy into the working directory.
  * The wasm core is `require`d from tesseract.js-core by the worker script in Node.
  */
 export function ocrWorkerOptions(): Partial<Tesseract.WorkerOptions> {
-  const pkg = path.dirname(require.resolve('@tesseract.js-data/eng/package.json'));
   return {
-    langPath: path.join(pkg, '4.0.0_best_int'),
+    langPath: langFolder(),
     gzip: true,
     cacheMethod: 'none',
     logger: () => {},
@@ -30,32 +62,50 @@ export function ocrWorkerOptions(): Partial<Tesseract.WorkerOptions> {
   };
 }
 
-let workerPromise: Promise<Tesseract.Worker> | null = null;
-
-function getWorker(): Promise<Tesseract.Worker> {
-  if (!workerPromise) {
-    const started = Tesseract.createWorker('eng', Tesseract.OEM.LSTM_ONLY, ocrWorkerOptions()).then(async (w) => {
-      // tesseract.js defaults to "single block"; full page segmentation finds columns,
-      // headings and text inside table cells
-      // a fixed resolution also stops tesseract guessing one (and printing that it did)
-      await w.setParameters({ tessedit_pageseg_mode: Tesseract.PSM.AUTO, user_defined_dpi: '300' });
-      return w;
-    });
-    workerPromise = started;
-    started.catch(() => { if (workerPromise === started) workerPromise = null; });
-  }
-  return workerPromise;
+/** The OCR languages of a conversion's options (checked at the edge), English when absent. */
+export function ocrLanguages(options: { languages?: readonly string[] }): readonly OcrLanguage[] {
+  const known = (options.languages ?? []).filter((l): l is OcrLanguage => (OCR_LANGUAGES as readonly string[]).includes(l));
+  return known.length > 0 ? known : DEFAULT_OCR_LANGUAGES;
 }
 
-/** Stops this thread's OCR worker, if one was started. Safe to call more than once. */
+/** This thread's workers by language set ("deu+eng"), least recently used first. */
+const workers = new Map<string, Promise<Tesseract.Worker>>();
+
+function getWorker(languages: readonly OcrLanguage[]): Promise<Tesseract.Worker> {
+  const key = [...new Set(languages)].join('+');
+  const have = workers.get(key);
+  if (have) {
+    workers.delete(key);
+    workers.set(key, have);
+    return have;
+  }
+  while (workers.size >= MAX_WORKERS) {
+    const [oldest, p] = workers.entries().next().value as [string, Promise<Tesseract.Worker>];
+    workers.delete(oldest);
+    void p.then((w) => w.terminate()).catch(() => {});
+  }
+  const started = Tesseract.createWorker(key, Tesseract.OEM.LSTM_ONLY, ocrWorkerOptions()).then(async (w) => {
+    // tesseract.js defaults to "single block"; full page segmentation finds columns,
+    // headings and text inside table cells
+    // a fixed resolution also stops tesseract guessing one (and printing that it did)
+    await w.setParameters({ tessedit_pageseg_mode: Tesseract.PSM.AUTO, user_defined_dpi: '300' });
+    return w;
+  });
+  workers.set(key, started);
+  started.catch(() => { if (workers.get(key) === started) workers.delete(key); });
+  return started;
+}
+
+/** Stops this thread's OCR workers, if any were started. Safe to call more than once. */
 export async function terminateOcr(): Promise<void> {
-  const p = workerPromise;
-  workerPromise = null;
-  if (!p) return;
-  try {
-    await (await p).terminate();
-  } catch {
-    // a worker that failed to start or already died has nothing left to stop
+  const all = [...workers.values()];
+  workers.clear();
+  for (const p of all) {
+    try {
+      await (await p).terminate();
+    } catch {
+      // a worker that failed to start or already died has nothing left to stop
+    }
   }
 }
 
@@ -71,12 +121,13 @@ export interface OcrResult {
   confidence: number;
 }
 
-/** Recognises the text in one encoded image (PNG, JPEG…). Honours `signal` by killing the worker. */
-export async function recognize(image: Buffer, signal?: AbortSignal): Promise<OcrResult> {
+/** Recognises the text in one encoded image (PNG, JPEG…) in `languages` (English by default).
+ *  Honours `signal` by killing the worker. */
+export async function recognize(image: Buffer, signal?: AbortSignal, languages: readonly OcrLanguage[] = DEFAULT_OCR_LANGUAGES): Promise<OcrResult> {
   signal?.throwIfAborted();
   let worker: Tesseract.Worker;
   try {
-    worker = await getWorker();
+    worker = await getWorker(languages);
   } catch (err) {
     throw new ApiError('parser_unavailable', `OCR engine failed to start: ${err instanceof Error ? err.message : String(err)}`);
   }
