@@ -13,6 +13,8 @@ const child = spawn(tap, ['--reporter=tap', ...process.argv.slice(2)], {
 
 let last = '';
 let summary = null;
+/** Per-file wall times from tap's "ok N - test/x.test.ts # time=123ms" lines. */
+const fileTimes = [];
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk);
   const text = last + chunk.toString('utf8');
@@ -21,6 +23,8 @@ child.stdout.on('data', (chunk) => {
   for (const line of lines) {
     const m = /^# \{ total: (\d+)(.*)\}$/.exec(line.trim());
     if (m) summary = { total: Number(m[1]), rest: m[2] };
+    const f = /^(?:not )?ok \d+ - (\S+\.test\.ts) # time=([\d.]+)ms/.exec(line.trim());
+    if (f) fileTimes.push({ file: f[1], ms: Number(f[2]) });
   }
 });
 
@@ -35,6 +39,12 @@ child.on('close', (code) => {
   } else {
     failed = 1; // no summary: the runner itself broke
   }
+  const slowest = fileTimes.sort((a, b) => b.ms - a.ms).slice(0, 10);
+  if (slowest.length) {
+    console.log('# slowest files:');
+    for (const { file, ms } of slowest) console.log(`#   ${(ms / 1000).toFixed(1).padStart(6)} s  ${file}`);
+  }
+  // The totals line stays the last line: CI reads it.
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(code === 0 && summary && failed === 0 ? 0 : 1);
 });

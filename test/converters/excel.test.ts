@@ -123,7 +123,8 @@ t.test('a large workbook converts and counts in reasonable time', async (t) => {
   // 5,000 rows per sheet (the first one the header) plus one separator line each.
   t.equal(r.markdown.split('\n').filter((l) => l.startsWith('| ')).length, 10_002);
   t.ok(r.markdown.includes('| 5000000 | 5000001 |'), 'last row present');
-  t.ok(ms < 20_000, `count + convert took ${ms} ms`);
+  // a bound only a hang reaches; the speed of large workbooks is the bench's to measure
+  t.ok(ms < 120_000, `count + convert took ${ms} ms`);
 });
 
 t.test('a sheet of 200,000 unclosed cells is read in linear time, not matched quadratically', async (t) => {
@@ -134,7 +135,8 @@ t.test('a sheet of 200,000 unclosed cells is read in linear time, not matched qu
   const { markdown } = await convertWith(excelConverter, file);
   t.same(await excelConverter.count(file, { formats: ['markdown'] }), { pages: 3, units: 6 });
   const ms = Date.now() - start;
-  t.ok(ms < 5000, `convert + count took ${ms} ms`);
+  // quadratic matching over 200,000 cells takes many minutes; linear reading, well under one
+  t.ok(ms < 60_000, `convert + count took ${ms} ms, not quadratic`);
   t.ok(markdown.startsWith('## Sales\n\n*(empty sheet)*\n\n## Empty'), 'the broken sheet yields nothing, the others still convert');
   t.ok(markdown.includes('| pi | 0.3 |'));
 });

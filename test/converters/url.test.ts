@@ -207,11 +207,10 @@ t.test('an endless body stops at the 20 MB cap, fast and without buffering it in
     const m = process.memoryUsage();
     peak = Math.max(peak, m.heapUsed + m.arrayBuffers - before.heapUsed - before.arrayBuffers);
   }, 10);
-  const started = Date.now();
   const { result, calls, leftovers } = await fetchUrl(`${base}/endless`, {}, createUrlConverter({ timeoutMs: 20_000 }));
   clearInterval(sampler);
+  // the size cap stopped it, not the 20 s timeout (that would say "timed out")
   failed(t, result, 'invalid_document', /larger than the 20 MB limit/);
-  t.ok(Date.now() - started < 10_000, `stopped in ${Date.now() - started} ms`);
   t.ok(peak < 12 * 1024 * 1024, `live memory grew by ${Math.round(peak / 1024 / 1024)} MB at most, far less than the body`);
   t.ok(leftovers.every((size) => size <= URL_LIMITS.maxBytes), 'nothing past the cap was written');
   t.equal(calls.length, 0);
@@ -225,10 +224,8 @@ t.test('a declared Content-Length over the cap fails before downloading', async 
 });
 
 t.test('a server that does not answer times out', async (t) => {
-  const started = Date.now();
   const { result } = await fetchUrl(`${base}/silent`, {}, createUrlConverter({ timeoutMs: 1_000 }));
   failed(t, result, 'invalid_document', /timed out after 1 s/);
-  t.ok(Date.now() - started < 4_000, `gave up after ${Date.now() - started} ms`);
 });
 
 t.test('a body that stalls halfway times out', async (t) => {
@@ -239,10 +236,9 @@ t.test('a body that stalls halfway times out', async (t) => {
 t.test('cancelling the task stops the fetch', async (t) => {
   const ac = new AbortController();
   setTimeout(() => ac.abort(), 100);
-  const started = Date.now();
   const { result } = await fetchUrl(`${base}/silent`, { signal: ac.signal });
+  // the abort ended it, not the converter's own timeout (that would say "timed out")
   failed(t, result, 'invalid_document', /cancelled/);
-  t.ok(Date.now() - started < 3_000);
 });
 
 t.test('without allowPrivateNetwork the guard refuses private targets in every spelling', async (t) => {

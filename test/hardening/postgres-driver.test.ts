@@ -49,7 +49,9 @@ t.test('transactions through repeated cuts fail cleanly, and the pool is whole t
   const started = performance.now();
   const answers = await Promise.all(Array.from({ length: 8 }, () => db.sql`select n from counter`));
   const ms = performance.now() - started;
-  t.ok(ms < 1_500, `8 queries at once right after the last restore answered in ${Math.round(ms)} ms`);
+  // only a pool that keeps handing out dead connections (they hang until TCP gives up, minutes)
+  // reaches this bound; how fast the answers come is the bench's business
+  t.ok(ms < 15_000, `8 queries at once right after the last restore all answered (${Math.round(ms)} ms), none on a dead connection`);
   // A transaction whose COMMIT went through but whose answer was cut reports a failure: the
   // counter may be ahead of the commits reported, by at most the failures, never behind.
   const n = Number(answers[0]![0]!.n);
