@@ -90,6 +90,6 @@ export const cheapPath: Scenario = {
 
 async function countPersisted(ctx: { bench: { db: { sql: import('../../src/store/db.js').Sql }; accountId: string } }): Promise<number> {
   const [row] = await ctx.bench.db.sql`select count(*)::int as n from conversions
-    where account_id = ${ctx.bench.accountId} and name = 'markdown/html' and status = 'completed'`;
+    where account_id = ${ctx.bench.accountId} and endpoint = 'markdown/html' and status = 'completed'`;
   return Number(row!.n);
 }

@@ -14,8 +14,18 @@
 // Every step is one of the gate's atomic operations and safe to repeat; a step that races a
 // settle in flight is mended at the next pass. Accounts are audited while they are active in this
 // process (watch() at each reservation), and every process audits its own.
+// - a grant the gate never heard of (the admin CLI run without Redis settings, or a gate that was
+//   away when told): every pass also looks at the accounts granted credits lately (the last
+//   minute, the last day at a process's first pass), whether active here or not, and when the
+//   gate's balance differs from the ledger's, drops the account from the gate (forget) so that
+//   its next use rebuilds it from the ledger.
 import type { Sql } from '../store/db.js';
 import type { Gate } from './gate.js';
+import { readLedger } from './ledger.js';
+
+/** How far back each pass looks for grants: far longer than a grant's transaction takes to
+ *  commit after its row's timestamp, so no grant falls between two passes. */
+const GRANT_OVERLAP_S = 60;
 
 /** How long an account stays audited after its last reservation here. */
 const WATCH_MS = 15 * 60 * 1000;
@@ -30,6 +40,8 @@ export interface AuditCounts {
   released: number;
   /** Open ledger reservations the gate had lost: adopted. */
   adopted: number;
+  /** Granted accounts whose gate balance disagreed with the ledger: dropped to be rebuilt. */
+  rebuilt: number;
 }
 
 export class GateAudit {
@@ -37,6 +49,8 @@ export class GateAudit {
   /** `${kind}:${account}:${conversion}` -> when first seen out of line. */
   private readonly suspects = new Map<string, number>();
   private running = false;
+  /** The database's clock at the start of the last pass; undefined before the first. */
+  private lastPass: Date | undefined;
 
   constructor(private sql: Sql, private gate: Gate, private graceMs = AUDIT_GRACE_S * 1000) {}
 
@@ -46,7 +60,7 @@ export class GateAudit {
 
   /** One pass over the watched accounts; a pass already under way is not doubled. */
   async run(): Promise<AuditCounts> {
-    const total: AuditCounts = { settled: 0, released: 0, adopted: 0 };
+    const total: AuditCounts = { settled: 0, released: 0, adopted: 0, rebuilt: 0 };
     if (this.running) return total;
     this.running = true;
     try {
@@ -58,14 +72,37 @@ export class GateAudit {
         const inLine = c.outOfLine === 0;
         if (inLine && Date.now() - seen > WATCH_MS) this.watched.delete(accountId);
       }
+      // After the reservations are mended, so that a difference left is the balance's own.
+      total.rebuilt = await this.granted();
     } finally {
       this.running = false;
     }
     return total;
   }
 
+  /** Brings the gate in line with the ledger for the accounts granted credits since the last
+   *  pass (see the head of this file); says how many were dropped to be rebuilt. */
+  private async granted(): Promise<number> {
+    const [{ now }] = await this.sql<Array<{ now: Date }>>`select now() as now`;
+    const since = this.lastPass === undefined
+      ? new Date(now.getTime() - 24 * 3600 * 1000)
+      : new Date(this.lastPass.getTime() - GRANT_OVERLAP_S * 1000);
+    const accounts = await this.sql<Array<{ account_id: string }>>`
+      select distinct account_id from ledger where kind = 'grant' and created_at > ${since}`;
+    let rebuilt = 0;
+    for (const { account_id: accountId } of accounts) {
+      const held = await this.gate.balance(accountId);
+      if (held === null) continue; // not loaded: its next use reads the ledger
+      if (held === (await readLedger(this.sql, accountId)).balance) continue;
+      await this.gate.forget(accountId);
+      rebuilt++;
+    }
+    this.lastPass = now;
+    return rebuilt;
+  }
+
   /** Audits one account now. */
-  async account(accountId: string): Promise<AuditCounts & { outOfLine: number }> {
+  async account(accountId: string): Promise<Omit<AuditCounts, 'rebuilt'> & { outOfLine: number }> {
     const out = { settled: 0, released: 0, adopted: 0, outOfLine: 0 };
     // The gate first, the ledger after: a reservation made in between is in the ledger only if
     // the gate had it first, and adopt() leaves a held reservation alone.

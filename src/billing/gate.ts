@@ -78,7 +78,7 @@ export type LoadResult =
 export type AdjustResult = { applied: true; balance: number } | { applied: false };
 
 export type RateResult =
-  | { allowed: true; remaining: number }
+  | { allowed: true; remaining: number; balance: BalanceRead }
   | ({ allowed: false } & Extract<GateRefusal, { refusal: Refusal.RateLimited }>);
 
 export type BalanceRead = { kind: 'loaded'; balance: number } | { kind: 'not_loaded'; epoch: string };
@@ -98,6 +98,8 @@ export interface Gate {
   readBalance(accountId: string): Promise<BalanceRead>;
   /** Conversions holding a reservation (the concurrency count). */
   running(accountId: string): Promise<number>;
+  /** Counts one request against the account's rate; an allowed one also reads the balance (in
+   *  the same round trip), for an answer that reserves nothing. */
   rateLimit(accountId: string, perMinute: number): Promise<RateResult>;
   /** The reservations held (conversion id -> credits), or null when the account is not loaded. */
   held(accountId: string): Promise<Map<string, number> | null>;

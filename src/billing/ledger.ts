@@ -9,7 +9,7 @@
 // release row exist, so a retried job, a DELETE and the finishing run can all call settle.
 import type { Sql } from '../store/db.js';
 import { RedisGate } from './redis-gate.js';
-import type { Gate, LedgerSnapshot } from './gate.js';
+import type { BalanceRead, Gate, LedgerSnapshot } from './gate.js';
 
 /** The ledger's amount column is a Postgres integer. */
 export const MAX_GRANT = 2_147_483_647;
@@ -109,9 +109,10 @@ export class Ledger {
 
   /** The available balance: the gate's copy, or the ledger's sum when the gate does not hold it;
    *  then the gate is loaded with it, so that the next read (every answer shows the balance) is
-   *  one gate call. A load that money moved under is refused as stale and simply not made. */
-  async balance(accountId: string): Promise<number> {
-    const held = await this.gate.readBalance(accountId);
+   *  one gate call. A load that money moved under is refused as stale and simply not made.
+   *  `read`: what the gate answered already in this request (the rate limit reads it). */
+  async balance(accountId: string, read?: BalanceRead): Promise<number> {
+    const held = read ?? await this.gate.readBalance(accountId);
     if (held.kind === 'loaded') return held.balance;
     const snapshot = await readLedger(this.sql, accountId);
     await this.gate.load(accountId, snapshot, held.epoch);

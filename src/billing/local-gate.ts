@@ -182,7 +182,7 @@ export class LocalGate implements Gate {
     }
     if (window) window.value += 1;
     else a.rate = { value: 1, expiresAt: now + RATE_WINDOW_MS };
-    return { allowed: true, remaining: perMinute - count - 1 };
+    return { allowed: true, remaining: perMinute - count - 1, balance: await this.readBalance(accountId) };
   }
 
   async forget(accountId: string): Promise<void> {

@@ -201,8 +201,12 @@ export class RedisGate implements Gate {
 
   async rateLimit(accountId: string, perMinute: number): Promise<RateResult> {
     if (!Number.isSafeInteger(perMinute)) throw new TypeError('perMinute must be an integer');
-    const r = await this.run('rate', this.keys(accountId).rate, perMinute, RATE_WINDOW_MS);
-    if (r[0] === 1) return { allowed: true, remaining: Number(r[1]) };
+    const k = this.keys(accountId);
+    const r = await this.run('rate', k.rate, k.balance, k.epoch, perMinute, RATE_WINDOW_MS);
+    if (r[0] === 1) {
+      const balance: BalanceRead = r[2] === '' ? { kind: 'not_loaded', epoch: String(r[3]) } : { kind: 'loaded', balance: Number(r[2]) };
+      return { allowed: true, remaining: Number(r[1]), balance };
+    }
     return { allowed: false, kind: 'refused', refusal: Refusal.RateLimited, retryAfter: Number(r[1]) };
   }
 

@@ -1,6 +1,7 @@
 // The docpipe command line. Admin commands work against the same store as the server: the
 // Postgres of DATABASE_URL, or the embedded database under DATA_DIR (stop an embedded server
 // first: PGlite takes one process at a time).
+import { KEY_CACHE_S } from '../server/auth.js';
 import { loadConfig } from '../config.js';
 import { openDb, type Db } from '../store/db.js';
 import {
@@ -97,7 +98,7 @@ export async function admin(p: Parsed, out: Out): Promise<void> {
       const id = need(p, 'key-id');
       const ok = await withDb((db) => revokeKey(db.sql, id));
       if (!ok) throw new UsageError(`no active key ${id}`);
-      out(`key ${id} revoked`);
+      out(`key ${id} revoked; running servers may still accept it for up to ${KEY_CACHE_S} s (their key cache)`);
       return;
     }
     case 'credits grant': {

@@ -6,7 +6,6 @@
 // footnotes and endnotes become Markdown footnotes `[^n]`, numbered in reading order; comments
 // are left out (mammoth's default). Pricing: pages of 3,000 characters of body text.
 import { readFile, stat } from 'node:fs/promises';
-import mammoth from 'mammoth';
 import { ApiError } from '../errors.js';
 import { acceptsOoxml, decodeXml, requireOfficeKind } from './office/ooxml.js';
 import { scanPart } from './office/xml-scan.js';
@@ -129,6 +128,8 @@ export const wordConverter: Converter = {
     ctx.signal.throwIfAborted();
     let html: string;
     try {
+      // loaded on first use: only where conversions run (a pool thread), never by the event loop
+      const { default: mammoth } = await import('mammoth');
       const result = await mammoth.convertToHtml({ buffer: await readFile(path) }, {
         styleMap: STYLE_MAP,
         externalFileAccess: false,

@@ -74,8 +74,39 @@ export interface LifecycleOptions {
  *  whatever happens (a conversion that adopted it has already moved it away). */
 export type Track = (path: string) => void;
 
-/** Render sources up to this size run in-thread; larger ones go to the pool like documents. */
-export const INLINE_RENDER_BYTES = 256 * 1024;
+/**
+ * Render sources run in this thread only while their cost is provably small: at most
+ * INLINE_RENDER_BYTES in all (rendering is otherwise linear in the bytes: 64 KiB of prose, about
+ * 2–3 ms) and at most INLINE_RENDER_DELIMITERS emphasis markers (`*`, `_`, `~`) in all (`_a` ×
+ * 500: about 5 ms), the one input on which marked's work grows with the square of its size
+ * (`_a` × 8,000: 38 ms; × 100,000: 25 s). Anything else goes to the pool like a document, off
+ * the event loop.
+ */
+export const INLINE_RENDER_BYTES = 64 * 1024;
+export const INLINE_RENDER_DELIMITERS = 500;
+
+/** The emphasis markers in some Markdown bytes (one linear pass, no decoding). */
+export function emphasisMarkers(bytes: Uint8Array): number {
+  let n = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (b === 0x2a || b === 0x5f || b === 0x7e) n++;
+  }
+  return n;
+}
+
+/** Whether render sources of these bytes may be rendered in this thread (see above). */
+export function renderableInline(sources: Uint8Array[]): boolean {
+  let bytes = 0;
+  let markers = 0;
+  for (const s of sources) {
+    bytes += s.length;
+    if (bytes > INLINE_RENDER_BYTES) return false;
+    markers += emphasisMarkers(s);
+    if (markers > INLINE_RENDER_DELIMITERS) return false;
+  }
+  return true;
+}
 
 /** A submit either created a conversion or named the one its Idempotency-Key created. */
 export type Submitted =

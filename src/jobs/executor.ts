@@ -1,8 +1,8 @@
 // Where conversions run. The server hands an Executor a task naming a file on disk; the
 // executor returns the outputs. InlineExecutor runs in this thread; the worker pool
 // (src/pool) implements the same interface across threads.
-import { isRender, peekFile, renderInMemory, runConversion, type RunResult } from '../converters/registry.js';
-import type { ConvertOptions, ConverterKind, Peek } from '../converters/types.js';
+import { converterFor, isRender, peekFile, renderInMemory, runConversion, type RunResult } from '../converters/registry.js';
+import type { ConvertOptions, ConverterKind, Count, Peek } from '../converters/types.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -27,6 +27,10 @@ export interface ExecutorSettings {
 
 export interface Executor {
   run(task: Task, signal: AbortSignal, onProgress?: (done: number, total: number) => void): Promise<RunResult>;
+  /** The source's size in priced units (Converter.count), counted where conversions run: the
+   *  parsers behind a count (mupdf, sharp) never load on the event loop of a pool's server.
+   *  Without it the count runs in this thread. */
+  count?(task: Task): Promise<Count>;
   /** Tasks waiting for a thread (0 when work starts at once). */
   queued(): number;
   /** True when the queue is past its high-water mark: new work should wait in the job table. */
@@ -48,6 +52,11 @@ export async function runTask(task: Task, peek: Peek, settings: ExecutorSettings
   }
 }
 
+/** A converter's count of the task's file. */
+export async function countTask(task: Task): Promise<Count> {
+  return (await converterFor(task.kind)).count(task.path, task.options);
+}
+
 export class InlineExecutor implements Executor {
   private running = 0;
   constructor(private settings: ExecutorSettings) {}
@@ -61,6 +70,10 @@ export class InlineExecutor implements Executor {
     } finally {
       this.running--;
     }
+  }
+
+  count(task: Task): Promise<Count> {
+    return countTask(task);
   }
 
   queued(): number {

@@ -139,7 +139,7 @@ async function admitMonthly(t: Sql, items: FinishedConversion[], refused: Map<Fi
 
 function conversionValues(t: Sql, r: ConversionRow): Record<string, unknown> {
   return {
-    id: r.id, account_id: r.account_id, name: r.name, operation: r.operation, status: r.status,
+    id: r.id, account_id: r.account_id, name: r.name, endpoint: r.endpoint ?? null, operation: r.operation, status: r.status,
     async_reason: r.async_reason, options: t.json(r.options as never),
     metadata: r.metadata === null || r.metadata === undefined ? null : t.json(r.metadata as never),
     store: r.store, credits_reserved: r.credits_reserved, credits_charged: r.credits_charged,

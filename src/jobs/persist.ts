@@ -4,6 +4,7 @@
 // are placed after the commit and this process starts the jobs it has room for. Small Markdown
 // renders are rendered before the insert and stored finished (by group commit when there is no
 // key to claim), with no job at all.
+import { readFile } from 'node:fs/promises';
 import { fileProblem, isDependencyDown } from '../errors.js';
 import { isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
 import { recordReservation, settleRows, type Settlement } from '../billing/ledger.js';
@@ -17,7 +18,7 @@ import type { Principal } from '../server/auth.js';
 import type { ConvertRequest } from '../server/convert-request.js';
 import { fileRowsOf } from './group-commit.js';
 import {
-  INLINE_RENDER_BYTES, RETENTION_MS, SYNC_MAX_SOURCES,
+  INLINE_RENDER_BYTES, RETENTION_MS, SYNC_MAX_SOURCES, renderableInline,
   type Accepted, type ConversionContext, type Idem, type PlannedEstimate, type PlannedSource,
 } from './context.js';
 import { outputFiles } from './outputs.js';
@@ -82,7 +83,7 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
       // insertConversion opens its own transaction; inside this one it simply joins it.
       const joined = Object.assign(Object.create(null), { begin: (fn: (s: Sql) => unknown) => fn(t) }) as Sql;
       await insertConversion(joined, {
-        id: conversionId, accountId: p.accountId, name: ENDPOINTS[req.kind], operation: isRender(req.kind) ? 'render' : 'parse',
+        id: conversionId, accountId: p.accountId, name: conversionName(req, sources), endpoint: ENDPOINTS[req.kind], operation: isRender(req.kind) ? 'render' : 'parse',
         options: { ...req.options }, metadata: req.metadata, store: req.store, createdAt, expiresAt, creditsReserved: gated ? credits : 0,
       }, sources.map((s, i) => ({
         id: s.id, position: i * 8, role: 'source', name: s.name, mime: s.mime, status: 'queued', bytes: s.bytes,
@@ -129,8 +130,12 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
 
 /** Renders small Markdown sources in this thread; undefined when the request is not that. */
 async function renderNow(ctx: Pick<ConversionContext, 'inline'>, req: ConvertRequest, planned: PlannedEstimate[]): Promise<RunResult[] | undefined> {
-  if (!isRender(req.kind) || planned.length > SYNC_MAX_SOURCES || planned.some((s) => s.bytes > INLINE_RENDER_BYTES)) return undefined;
+  if (!isRender(req.kind) || planned.length > SYNC_MAX_SOURCES) return undefined;
+  if (planned.reduce((n, s) => n + s.bytes, 0) > INLINE_RENDER_BYTES) return undefined;
   try {
+    // Within the byte budget the sources are small: reading an uploaded one to count its markers is cheap.
+    const bytes = await Promise.all(planned.map((s) => s.data ?? readFile(s.path)));
+    if (!renderableInline(bytes)) return undefined;
     const signal = new AbortController().signal;
     return await Promise.all(planned.map((s) => ctx.inline.run(
       { kind: req.kind, path: s.path, data: s.data, name: s.name, mime: s.mime, options: req.options, peek: s.peek }, signal)));
@@ -143,7 +148,7 @@ async function renderNow(ctx: Pick<ConversionContext, 'inline'>, req: ConvertReq
 function finishedRender(accountId: string, id: string, req: ConvertRequest, createdAt: Date, expiresAt: Date | null,
   sources: PlannedSource[], rendered: RunResult[], outputs: NewFile[][]): { row: ConversionRow; files: NewFile[] } {
   const row: ConversionRow = {
-    id, account_id: accountId, name: ENDPOINTS[req.kind], operation: 'render', status: 'completed', async_reason: null,
+    id, account_id: accountId, name: conversionName(req, sources), endpoint: ENDPOINTS[req.kind], operation: 'render', status: 'completed', async_reason: null,
     options: { ...req.options }, metadata: req.metadata ?? null, store: req.store, credits_reserved: 0, credits_charged: 0,
     created_at: createdAt, completed_at: new Date(), expires_at: expiresAt,
   };
@@ -152,4 +157,12 @@ function finishedRender(accountId: string, id: string, req: ConvertRequest, crea
     bytes: s.bytes, pages: rendered[i]!.pageCount, credits: 0, blob: s.blob, content: s.content,
   }, ...outputs[i]!]);
   return { row, files };
+}
+
+/** The client's name for the conversion, else its first source's ("report.pdf and 2 more"). */
+export function conversionName(req: { kind: ConvertRequest['kind']; name?: string }, sources: ReadonlyArray<{ name: string }>): string {
+  if (req.name) return req.name;
+  const first = sources[0]?.name;
+  if (!first) return ENDPOINTS[req.kind];
+  return sources.length === 1 ? first : `${first} and ${sources.length - 1} more`;
 }

@@ -10,12 +10,13 @@ import { sniff, peekBytes, peekFile, converterForMime } from '../converters/regi
 import { renderCount } from '../converters/markdown.js';
 import type { Converter, ConvertOptions, Count } from '../converters/types.js';
 import { fetchDocument, readUrl } from '../converters/url.js';
+import { countTask } from './executor.js';
 import { priceSource } from '../billing/pricing.js';
 import type { ConvertRequest, StagedSource } from '../server/convert-request.js';
 import type { ConversionContext, PlannedEstimate, Track } from './context.js';
 
 /** What planning reads of the service. */
-type Planning = Pick<ConversionContext, 'blobs' | 'urlFetch'>;
+type Planning = Pick<ConversionContext, 'blobs' | 'urlFetch' | 'executor'>;
 
 /** URL sources of one request fetched at once, at admission. */
 const URL_FETCHES_AT_ONCE = 4;
@@ -35,7 +36,7 @@ export async function planSources(ctx: Planning, req: ConvertRequest, track: Tra
   for (const s of req.sources) {
     const peek = s.data ? peekBytes(s.data, s.name, s.mime) : await peekFile(s.path, s.name, s.mime);
     const conv = await sniff(req.kind, peek);
-    const count = s.data ? renderCount(s.data.length) : await countOf(conv, s.path, s.name, req.options);
+    const count = s.data ? renderCount(s.data.length) : await countOf(ctx, conv, s.path, s.name, req.options);
     const mime = s.mime && s.mime !== 'application/octet-stream' ? s.mime : conv.mediaTypes[0]!;
     out.push({
       name: s.name, peek, mime, bytes: s.bytes, path: s.path, data: s.data, count, credits: priceSource(req.kind, count, req.options),
@@ -51,7 +52,7 @@ async function planFetch(ctx: Planning, s: StagedSource, options: ConvertOptions
     const doc = await fetchDocument(await readUrl(s.path), target, ctx.urlFetch);
     // The dispatch the URL converter makes: the declared (or sniffed) type, then the bytes.
     const conv = await converterForMime({ bytes: doc.head, name: doc.name, mime: doc.mime });
-    const count = await countOf(conv, doc.file, doc.name, options);
+    const count = await countOf(ctx, conv, doc.file, doc.name, options);
     return {
       name: s.name, mime: doc.mime, bytes: (await stat(doc.file)).size, path: doc.file, count,
       credits: priceSource('url', count, options, { kind: conv.kind, count }),
@@ -67,10 +68,14 @@ async function planFetch(ctx: Planning, s: StagedSource, options: ConvertOptions
   }
 }
 
-/** A converter's count; a failure that is not already an ApiError is the document's fault (422). */
-async function countOf(conv: Converter, file: string, name: string, options: ConvertOptions): Promise<Count> {
+/**
+ * A converter's count, made by the executor (a pool thread in the server: the parser never runs
+ * on the event loop); a failure that is not already an ApiError is the document's fault (422).
+ */
+async function countOf(ctx: Planning, conv: Converter, file: string, name: string, options: ConvertOptions): Promise<Count> {
   try {
-    return await conv.count(file, options);
+    const task = { kind: conv.kind, path: file, name, options };
+    return await (ctx.executor.count ? ctx.executor.count(task) : countTask(task));
   } catch (err) {
     if (err instanceof ApiError) throw err;
     throw new ApiError('invalid_document', `"${name}" could not be read: ${(err as Error).message}`);

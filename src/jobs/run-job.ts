@@ -2,7 +2,7 @@
 // renders in-thread, the rest on the pool — and record its outcome guarded by the job's lease,
 // retried while the database is away. The process that finishes a conversion's last source
 // settles its credits in that transaction and tells the gate after.
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { ApiError, fileProblem, isDependencyDown } from '../errors.js';
 import { isRender, ENDPOINTS } from '../converters/registry.js';
 import type { ConverterKind, ConvertOptions, Count } from '../converters/types.js';
@@ -13,7 +13,7 @@ import type { Pending } from '../store/blobs.js';
 import { markSourceRunning, finishSource, type ConversionStatus } from '../store/conversions.js';
 import type { ConvertRequest } from '../server/convert-request.js';
 import { completeJob, handBack, recordedStatus, setProgress, LEASE_S, MAX_ATTEMPTS, type JobRow } from './queue.js';
-import { INLINE_RENDER_BYTES, type ConversionContext, type FetchedSource, type PlannedSource } from './context.js';
+import { INLINE_RENDER_BYTES, renderableInline, type ConversionContext, type FetchedSource, type PlannedSource } from './context.js';
 import { outputFiles } from './outputs.js';
 import { tellGate } from './settle.js';
 
@@ -29,7 +29,7 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
   // runner place for good.
   const [c] = await answered(ctx.sql`
     select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, f.fetched_from, f.fetched_kind,
-           c.id, c.account_id, c.name as endpoint, c.options, c.operation, c.expires_at
+           c.id, c.account_id, coalesce(c.endpoint, c.name) as endpoint, c.options, c.operation, c.expires_at
     from files f join conversions c on c.id = f.conversion_id where f.id = ${job.source_id}`);
   if (!c) return; // deleted under us: the job row went with it
   const kind = kindOfEndpoint(c.endpoint as string)!;
@@ -81,7 +81,7 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
     };
     // A job's source is always a blob: only sources rendered in their request are kept in rows.
     const file = ctx.blobs.pathOf(c.blob as string);
-    const small = isRender(kind) && (await stat(file)).size <= INLINE_RENDER_BYTES;
+    const small = isRender(kind) && (await stat(file)).size <= INLINE_RENDER_BYTES && renderableInline([await readFile(file)]);
     const task = fetched
       ? { kind: fetched.kind, options: { ...options, baseUrl: fetched.url } }
       : { kind, options };

@@ -12,7 +12,9 @@ import { Piscina } from 'piscina';
 import { ApiError, ERRORS, type ErrorCode } from '../errors.js';
 import type { RunResult } from '../converters/registry.js';
 import type { Executor, ExecutorSettings, Task } from '../jobs/executor.js';
-import type { PortMessage, SerializedError, WorkerReply, WorkerRequest } from './worker.js';
+import type { Count } from '../converters/types.js';
+import type { CountReply, CountRequest, PortMessage, SerializedError, WorkerReply, WorkerRequest } from './worker.js';
+import { scratchPrefix } from './scratch.js';
 
 export interface PoolOptions {
   /** POOL_THREADS; default: os.availableParallelism(). */
@@ -58,7 +60,7 @@ export class PoolExecutor implements Executor {
   readonly taskTimeoutMs: number;
   readonly heapMb: number;
   readonly highWaterMark: number;
-  private readonly pool: Piscina<WorkerRequest, WorkerReply>;
+  private readonly pool: Piscina<WorkerRequest | CountRequest, WorkerReply | CountReply>;
   private readonly allowTestModules: boolean;
   private running = 0;
   private closing: Promise<void> | undefined;
@@ -69,7 +71,7 @@ export class PoolExecutor implements Executor {
     this.heapMb = opts.heapMb ?? DEFAULT_HEAP_MB;
     this.highWaterMark = opts.highWaterMark ?? this.threads * 4;
     this.allowTestModules = opts.allowTestModules === true;
-    this.pool = new Piscina<WorkerRequest, WorkerReply>({
+    this.pool = new Piscina<WorkerRequest | CountRequest, WorkerReply | CountReply>({
       filename: WORKER_FILE.href,
       // A fixed set of threads: a terminated one is replaced at once, none idles out.
       minThreads: this.threads,
@@ -91,7 +93,7 @@ export class PoolExecutor implements Executor {
       throw new Error('This pool does not load test modules.');
     }
     if (signal.aborted) throw cancelled();
-    const taskDir = await mkdtemp(path.join(this.settings.tmpDir, 'pool_'));
+    const taskDir = await mkdtemp(scratchPrefix(this.settings.tmpDir));
     const { port1, port2 } = new MessageChannel();
     const stop = new AbortController();
     let timer: NodeJS.Timeout | undefined;
@@ -119,7 +121,7 @@ export class PoolExecutor implements Executor {
       };
       let reply: WorkerReply;
       try {
-        reply = await this.pool.run(request, { transferList: [port2], signal: stop.signal });
+        reply = await this.pool.run(request, { transferList: [port2], signal: stop.signal }) as WorkerReply;
       } catch (err) {
         throw this.failure(err, timedOut, signal.aborted);
       }
@@ -133,6 +135,27 @@ export class PoolExecutor implements Executor {
       port1.close();
       await rm(taskDir, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Counts a source on a thread (admission's pricing), so the event loop never opens a document.
+   * A count reads a page tree or a header, not pages: it has no time limit of its own beyond a
+   * conversion's, and no progress.
+   */
+  async count(task: Task): Promise<Count> {
+    const stop = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => { timedOut = true; stop.abort(); }, this.taskTimeoutMs);
+    let reply: CountReply;
+    try {
+      reply = await this.pool.run({ count: stripTestModule(task) }, { signal: stop.signal }) as CountReply;
+    } catch (err) {
+      throw this.failure(err, timedOut, false);
+    } finally {
+      clearTimeout(timer);
+    }
+    if (!reply.ok) throw revive(reply.error);
+    return reply.count;
   }
 
   /** Tasks waiting for a thread. */

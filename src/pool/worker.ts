@@ -17,7 +17,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ApiError } from '../errors.js';
 import { peekFile, type RunResult } from '../converters/registry.js';
-import { runTask, type ExecutorSettings, type Task } from '../jobs/executor.js';
+import { countTask, runTask, type ExecutorSettings, type Task } from '../jobs/executor.js';
+import type { Count } from '../converters/types.js';
 
 export interface WorkerRequest {
   task: Task;
@@ -27,6 +28,11 @@ export interface WorkerRequest {
   /** TEST ONLY: a module whose default export runs the task instead of the registry. Honoured
    *  only in a pool built with `allowTestModules: true`. */
   testModule?: string;
+}
+
+/** A count (Converter.count) of one file: no port, no progress, no scratch directory. */
+export interface CountRequest {
+  count: Task;
 }
 
 export type PortMessage =
@@ -44,6 +50,8 @@ export interface SerializedError {
 }
 
 export type WorkerReply = { ok: true; result: RunResult } | { ok: false; error: SerializedError };
+
+export type CountReply = { ok: true; count: Count } | { ok: false; error: SerializedError };
 
 /** TEST ONLY: the shape of a module named by `testModule`. */
 export type TestRunner = (task: Task, ctx: { signal: AbortSignal; progress(done: number, total: number): void }) => Promise<RunResult>;
@@ -101,7 +109,14 @@ async function runTestModule(file: string, task: Task, progress: (done: number, 
   return run(task, { signal: quietSignal, progress });
 }
 
-export default async function handle(req: WorkerRequest): Promise<WorkerReply> {
+export default async function handle(req: WorkerRequest | CountRequest): Promise<WorkerReply | CountReply> {
+  if ('count' in req) {
+    try {
+      return { ok: true, count: await countTask(req.count) };
+    } catch (err) {
+      return { ok: false, error: serialize(err) };
+    }
+  }
   const { port, task } = req;
   const post = (m: PortMessage): void => port.postMessage(m);
   post({ type: 'start', threadId });

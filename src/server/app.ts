@@ -10,6 +10,7 @@ import { Authenticator } from './auth.js';
 import { ConversionService } from '../jobs/service.js';
 import { InlineExecutor, type Executor } from '../jobs/executor.js';
 import { PoolExecutor } from '../pool/pool.js';
+import { sweepScratch } from '../pool/scratch.js';
 import { registerEvents } from './routes/events.js';
 import { ApiError } from '../errors.js';
 import { Router } from './router.js';
@@ -50,6 +51,8 @@ export interface RunningApp {
   router: Router;
   /** This app's Prometheus registry and counters (GET /metrics). */
   metrics: Metrics;
+  /** This process's webhook delivery loop. */
+  webhooks: WebhookDispatcher;
   close(): Promise<void>;
 }
 
@@ -67,6 +70,9 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const log = opts.log ?? createLogger(config.logLevel);
   const db = opts.db ?? await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, schema: opts.schema ?? config.databaseSchema });
   const blobs = new Blobs(config.dataDir);
+  // Scratch folders a killed process left: removed before this one runs any task.
+  const swept = await sweepScratch(blobs.tmpDir, config.taskTimeoutS * 1000);
+  if (swept > 0) log.warn({ mended: { folders: swept } }, 'scratch folders left by a stopped process removed');
   const settings = { tmpDir: blobs.tmpDir, allowPrivateNetwork: config.allowPrivateNetwork, ai: config.ai };
   // Documents are converted on the pool's threads; the event loop never parses one.
   const baseExecutor = opts.executor ?? new PoolExecutor(settings, {
@@ -160,6 +166,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     deps,
     router,
     metrics,
+    webhooks,
     async close() {
       uws.us_listen_socket_close(listenSocket);
       // Running jobs may finish within the grace period; the rest go back to the job table.

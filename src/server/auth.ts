@@ -7,7 +7,10 @@ import { findKey, hashKey, type KeyRecord, type Scope } from '../store/accounts.
 
 export type Principal = KeyRecord;
 
-const TTL_MS = 5_000;
+/** How long a key lookup is cached: a revoked key keeps working this long in a running server
+ *  (README and the CLI's `keys revoke` say so). */
+export const KEY_CACHE_S = 5;
+const TTL_MS = KEY_CACHE_S * 1000;
 const MAX_CACHED = 10_000;
 
 export class Authenticator {

@@ -31,7 +31,12 @@ export class BodyReader {
     res.onData((chunk, isLast) => {
       // uWS reuses the chunk's memory after this callback returns: copy it.
       const copy = Buffer.copyBytesFrom(new Uint8Array(chunk));
-      if (isLast) this.complete = true;
+      if (isLast) {
+        this.complete = true;
+        // The request is in: pausing clears uWS's idle timeout (10 s), which would otherwise cut
+        // a request still waiting for its conversion. The answer resumes the socket (answering).
+        this.pause();
+      }
       if (this.sink) {
         this.sink(copy, isLast);
         return;
@@ -66,8 +71,16 @@ export class BodyReader {
     if (!this.paused && !this.isAborted()) { this.paused = true; this.res.pause(); }
   }
 
+  /** Lets more of the body in (after pause()); once it has all arrived the socket stays paused
+   *  (uWS's resume() re-arms its idle timeout) until answering(). */
   resume(): void {
+    if (this.complete) return;
     if (this.paused && !this.isAborted()) { this.paused = false; this.res.resume(); }
+  }
+
+  /** The response is about to be written (on a live response): the socket must flow again. */
+  answering(): void {
+    if (this.paused) { this.paused = false; this.res.resume(); }
   }
 }
 
@@ -201,6 +214,8 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
     try {
       bb = busboy({
         headers: { 'content-type': ctx.headers['content-type'] ?? '' },
+        // file names arrive as UTF-8 (RFC 7578; browsers, curl and fetch send them so), not Latin-1
+        defParamCharset: 'utf8',
         limits: { fileSize: limits.maxBytes, files: limits.maxFiles, fields: limits.maxFields, fieldSize: limits.maxFieldBytes, parts: limits.maxFiles + limits.maxFields },
       });
     } catch (e) {
@@ -255,6 +270,8 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
 export function safeName(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? '';
   // eslint-disable-next-line no-control-regex
-  const clean = base.replace(/[\u0000-\u001f\u007f"]/g, '').trim().slice(0, 255);
+  // control characters, quotes, and the bidi controls that make a name read as another
+  // ("invoice\u202Efdp.exe")
+  const clean = base.replace(/[\u0000-\u001f\u007f"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '').trim().slice(0, 255);
   return clean || 'document';
 }

@@ -12,8 +12,9 @@ export interface FileJson {
   mime: string;
   role: 'source' | 'output';
   status: FileStatus | null;
-  format: string | null;
-  variant: string | null;
+  /** Outputs only: sources carry neither (the spec's enums have no null). */
+  format?: string;
+  variant?: string;
   bytes: number | null;
   pages: number | null;
   credits: number | null;
@@ -50,8 +51,8 @@ function fileJson(conversionId: string, f: FileRow): FileJson {
     mime: f.mime,
     role: f.role,
     status: f.status,
-    format: f.format,
-    variant: f.variant,
+    ...(f.role === 'output' && f.format !== null ? { format: f.format } : {}),
+    ...(f.role === 'output' && f.variant !== null ? { variant: f.variant } : {}),
     bytes: f.bytes === null ? null : Number(f.bytes),
     pages: f.pages,
     credits: f.credits,

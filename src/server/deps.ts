@@ -1,6 +1,6 @@
 // What the route handlers are given: one object built at start-up (see app.ts).
 import type { Config } from '../config.js';
-import { refusalError, type Gate } from '../billing/gate.js';
+import { refusalError, type BalanceRead, type Gate } from '../billing/gate.js';
 import type { Ledger } from '../billing/ledger.js';
 import type { Plan, PlanLimits } from '../billing/plans.js';
 import type { Db } from '../store/db.js';
@@ -34,8 +34,12 @@ export async function principalOf(deps: Deps, ctx: Ctx): Promise<Principal> {
   return p;
 }
 
-/** Per-account request rate of the convert and estimate endpoints: 429 rate_limited when over. */
-export async function checkRate(deps: Deps, p: Principal): Promise<void> {
+/**
+ * Per-account request rate of the convert and estimate endpoints: 429 rate_limited when over.
+ * Allowed, the answer is the balance the gate held at that moment (read in the same round trip).
+ */
+export async function checkRate(deps: Deps, p: Principal): Promise<BalanceRead> {
   const r = await deps.gate.rateLimit(p.accountId, deps.limits(p.plan).requestsPerMinute);
   if (!r.allowed) throw refusalError(r);
+  return r.balance;
 }

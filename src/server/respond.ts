@@ -97,6 +97,7 @@ export function reply(
   ctx.status = status;
   const write = (): void => {
     if (ctx.aborted) return;
+    ctx.body?.answering();
     let taken = true;
     ctx.res.cork(() => {
       ctx.res.writeStatus(statusLine(status));

@@ -12,6 +12,8 @@ export interface NewConversion {
   id: string;
   accountId: string;
   name: string;
+  /** The endpoint segment it was submitted to (pdf, markdown/html …): what its jobs run as. */
+  endpoint: string;
   operation: 'parse' | 'render';
   options: Record<string, unknown>;
   metadata: unknown;
@@ -43,9 +45,9 @@ export interface NewFile {
 
 export async function insertConversion(sql: Sql, c: NewConversion, files: NewFile[]): Promise<void> {
   await sql.begin(async (tx) => {
-    await tx`insert into conversions (id, account_id, name, operation, status, options, metadata, store,
+    await tx`insert into conversions (id, account_id, name, endpoint, operation, status, options, metadata, store,
                credits_reserved, created_at, expires_at)
-             values (${c.id}, ${c.accountId}, ${c.name}, ${c.operation}, 'queued', ${tx.json(c.options as never)},
+             values (${c.id}, ${c.accountId}, ${c.name}, ${c.endpoint}, ${c.operation}, 'queued', ${tx.json(c.options as never)},
                ${c.metadata === undefined ? null : tx.json(c.metadata as never)}, ${c.store}, ${c.creditsReserved},
                ${c.createdAt}, ${c.expiresAt})`;
     await insertFiles(tx as unknown as Sql, c, files);
@@ -139,6 +141,7 @@ export interface ConversionRow {
   id: string;
   account_id: string;
   name: string;
+  endpoint?: string | null;
   operation: string;
   status: ConversionStatus;
   async_reason: string | null;

@@ -1,7 +1,8 @@
 // The database: a real PostgreSQL server when DATABASE_URL is set, otherwise PGlite (Postgres in
 // WASM, data under DATA_DIR/pg) served over a loopback socket so that both speak through the
 // same `postgres` client and the same SQL. Migrations run at open, one transaction each.
-import { readdirSync, readFileSync, mkdirSync } from 'node:fs';
+import { readdirSync, readFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
@@ -35,12 +36,60 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
   return openEmbedded(opts);
 }
 
+/**
+ * PGlite is one process's database: a second process opening the same files (the admin CLI
+ * beside a running server) works on its own copy, and one of the two loses its changes. So the
+ * process that opens the embedded store holds DATA_DIR/embedded.pid (host and PID) until it
+ * closes it, and another process is refused at once while the holder runs. A file left by a
+ * process that is gone (killed), or written on another host (a container since replaced), is
+ * taken over.
+ */
+function holdEmbedded(dataDir: string): () => void {
+  const file = path.join(dataDir, 'embedded.pid');
+  const me = `${os.hostname()} ${process.pid}`;
+  try {
+    writeFileSync(file, me, { flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const [host, pidText] = readFileSync(file, 'utf8').trim().split(' ');
+    const pid = Number(pidText);
+    if (host === os.hostname() && pid !== process.pid && running(pid)) {
+      throw new Error(`the embedded store in ${path.resolve(dataDir)} is held by a running docpipe process (PID ${pid}): `
+        + 'stop it first (its changes would be lost otherwise), or run the server and this command with a DATABASE_URL. '
+        + `If no docpipe process runs, remove ${file}.`);
+    }
+    writeFileSync(file, me);
+  }
+  return () => {
+    try {
+      if (readFileSync(file, 'utf8') === me) rmSync(file, { force: true });
+    } catch { /* already gone */ }
+  };
+}
+
+function running(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 async function openEmbedded(opts: OpenDbOptions): Promise<Db> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   const dir = path.resolve(opts.dataDir, 'pg');
   mkdirSync(dir, { recursive: true });
-  const pg = await PGlite.create(dir);
+  const release = holdEmbedded(opts.dataDir);
+  let pg;
+  try {
+    pg = await PGlite.create(dir);
+  } catch (err) {
+    release();
+    throw err;
+  }
   // PGlite has one session: one socket connection, one client connection.
   const server = new PGLiteSocketServer({ db: pg, host: '127.0.0.1', port: 0, maxConnections: 1 });
   await server.start();
@@ -54,6 +103,7 @@ async function openEmbedded(opts: OpenDbOptions): Promise<Db> {
       await sql.end({ timeout: 5 });
       await server.stop();
       await pg.close();
+      release();
     },
   };
 }

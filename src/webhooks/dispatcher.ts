@@ -51,6 +51,8 @@ export class WebhookDispatcher {
   private stopped = true;
   private inFlight = new Set<Promise<void>>();
   private unsubscribe?: () => void;
+  /** How often an event enqueued by this process woke the loop (observed by tests). */
+  wakes = 0;
 
   constructor(private opts: DispatcherOptions) {
     this.sender = createSender({ allowPrivateNetwork: opts.allowPrivateNetwork, timeoutMs: opts.timeoutMs });
@@ -67,6 +69,7 @@ export class WebhookDispatcher {
 
   /** Looks for work now and a few times shortly after. */
   wake(): void {
+    this.wakes++;
     for (const ms of WAKE_RECHECKS_MS) this.arm(ms);
   }
 

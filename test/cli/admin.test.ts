@@ -77,6 +77,10 @@ for (const mode of ['postgres', 'embedded'] as const) {
       t.equal((await est.json() as { balance: number }).balance, 50, 'the server sees the granted credits');
       const set = await (async () => { await app.close(); await db.close(); return cli(env, 'accounts', 'set', '--account', accountId!, '--subscription', 'canceled'); })();
       t.equal(set.code, 0, set.err);
+      const keyId = /key (key_\w+)/.exec(key.out)?.[1];
+      const revoked = await cli(env, 'keys', 'revoke', '--key-id', keyId!);
+      t.equal(revoked.code, 0, revoked.err);
+      t.match(revoked.out, `key ${keyId} revoked; running servers may still accept it for up to 5 s`, 'the revocation states the key cache\'s delay');
     } catch (e) {
       await app.close().catch(() => {});
       await db.close().catch(() => {});

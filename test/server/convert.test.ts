@@ -39,7 +39,7 @@ for (const mode of MODES) {
       t.equal(res.status, 200);
       const c = await res.json() as ConvJ;
       const [txt] = outputs(c, 'text');
-      t.equal(txt!.content, 'Heading\n\n- one item\n- two\n\ncode and a link\n');
+      t.equal(txt!.content, 'Heading\n\n- one item\n- two\n\ncode and a link (https://x.y)\n', 'the link keeps its target');
     });
 
     await t.test('text converts several texts with every requested format', async (t) => {

@@ -29,9 +29,6 @@ export interface HtmlToMarkdownOptions {
 
 export const EMBEDDED_IMAGE = '#embedded-image';
 
-const NOISE = 'script, style, noscript, template, iframe, frame, frameset, object, embed, svg, canvas,'
-  + ' nav, footer, aside, button, select, textarea, dialog, link, meta, title, head,'
-  + ' input:not([type=checkbox]), [hidden], [aria-hidden=true]';
 const LANG_CLASS = /(?:^|\s)(?:language|lang|highlight(?:-source)?)-([\w#+.-]+)/i;
 
 export function htmlToMarkdown(html: string, opts: HtmlToMarkdownOptions = {}): string {
@@ -65,22 +62,59 @@ function absolute(url: string, base: string | undefined): string {
   }
 }
 
+/** Page chrome dropped whole, by tag name. */
+const NOISE_TAGS = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'IFRAME', 'FRAME', 'FRAMESET', 'OBJECT', 'EMBED', 'SVG',
+  'CANVAS', 'NAV', 'FOOTER', 'ASIDE', 'BUTTON', 'SELECT', 'TEXTAREA', 'DIALOG', 'LINK', 'META', 'TITLE', 'HEAD']);
+const HIDDEN_STYLE = /display\s*:\s*none|visibility\s*:\s*hidden/i;
+const SCRIPT_URL = /^\s*(javascript|vbscript|data):/i;
+
+/** Page chrome, a text input, and an element hidden by an attribute or its inline style. */
+function isNoise(el: DomElement): boolean {
+  const name = el.nodeName.toUpperCase();
+  if (NOISE_TAGS.has(name)) return true;
+  if (name === 'INPUT' && el.getAttribute('type') !== 'checkbox') return true;
+  if (el.getAttribute('hidden') !== null || el.getAttribute('aria-hidden') === 'true') return true;
+  const style = el.getAttribute('style');
+  return style !== null && HIDDEN_STYLE.test(style);
+}
+
+/**
+ * Drops the page's chrome and hidden elements, drops small forms, and makes links and images
+ * absolute, in one walk of the tree (a selector query per rule walked it once each).
+ */
 function prepare(doc: DomDocument, base: string | undefined): void {
-  const bodyText = (doc.body?.textContent ?? '').trim().length;
-  for (const el of Array.from(doc.querySelectorAll(NOISE))) el.remove();
-  for (const el of Array.from(doc.querySelectorAll('[style]'))) {
-    if (/display\s*:\s*none|visibility\s*:\s*hidden/i.test(el.getAttribute('style') ?? '')) el.remove();
+  const noise: DomElement[] = [];
+  const forms: DomElement[] = [];
+  const links: DomElement[] = [];
+  const images: DomElement[] = [];
+  // Depth first in document order; the children of a dropped element are not visited.
+  const stack: DomNode[] = [doc];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    if (node !== doc) {
+      const el = node as DomElement;
+      if (isNoise(el)) { noise.push(el); continue; }
+      const name = el.nodeName.toUpperCase();
+      if (name === 'FORM') forms.push(el);
+      else if (name === 'A' && el.getAttribute('href')) links.push(el);
+      else if (name === 'IMG') images.push(el);
+    }
+    const kids = (node as DomElement).children ?? node.childNodes;
+    for (let i = kids.length - 1; i >= 0; i--) if (kids[i]!.nodeType === 1) stack.push(kids[i]!);
   }
+  // The body's text before anything is dropped; a form is measured once the noise is gone.
+  const bodyText = forms.length > 0 ? (doc.body?.textContent ?? '').trim().length : 0;
+  for (const el of noise) el.remove();
   // Some sites (ASP.NET WebForms) wrap the whole page in one <form>: drop only small forms.
-  for (const form of Array.from(doc.querySelectorAll('form'))) {
+  for (const form of forms) {
     if ((form.textContent ?? '').trim().length * 2 < bodyText) form.remove();
   }
-  for (const a of Array.from(doc.querySelectorAll('a[href]'))) {
+  for (const a of links) {
     const href = a.getAttribute('href') ?? '';
-    if (/^\s*(javascript|vbscript|data):/i.test(href)) a.removeAttribute('href');
+    if (SCRIPT_URL.test(href)) a.removeAttribute('href');
     else a.setAttribute('href', absolute(href, base));
   }
-  for (const img of Array.from(doc.querySelectorAll('img'))) {
+  for (const img of images) {
     let src = img.getAttribute('src')?.trim() ?? '';
     const lazy = img.getAttribute('data-src')?.trim();
     if (lazy && (!src || src.startsWith('data:'))) src = lazy;
@@ -88,7 +122,15 @@ function prepare(doc: DomDocument, base: string | undefined): void {
   }
 }
 
+let cached: TurndownService | undefined;
+
+/** The turndown service with our rules, built once per thread: its rules hold no state. */
 function service(): TurndownService {
+  cached ??= buildService();
+  return cached;
+}
+
+function buildService(): TurndownService {
   const td = new TurndownService({
     headingStyle: 'atx',
     bulletListMarker: '-',

@@ -19,11 +19,16 @@ function safeHref(href: string): string | null {
   return ['http', 'https', 'mailto', 'tel', 'ftp'].includes(scheme[1]!) ? trimmed : null;
 }
 
+/** A page or slide marker as the converters write it, alone on its line. */
+const MARKER_RE = /^<!-- (page|Slide) \d{1,6} -->\n*$/;
+
 const marked = new Marked({
   gfm: true,
   breaks: false,
   renderer: {
     html({ text }: Tokens.HTML | Tokens.Tag): string {
+      // the converters' own page and slide markers stay comments (digits only: nothing to inject)
+      if (MARKER_RE.test(text)) return text;
       return escapeHtml(text);
     },
     link({ href, title, tokens }: Tokens.Link): string {
@@ -108,9 +113,17 @@ function inline(tokens: Token[] | undefined): string {
   let s = '';
   for (const t of tokens) {
     switch (t.type) {
-      case 'strong': case 'em': case 'del': case 'link':
+      case 'strong': case 'em': case 'del':
         s += inline((t as Tokens.Strong).tokens);
         break;
+      case 'link': {
+        // the target stays readable where the text is not the address itself
+        const link = t as Tokens.Link;
+        const text = inline(link.tokens);
+        const bare = link.href.replace(/^mailto:/i, '');
+        s += /^(https?|mailto|ftp):/i.test(link.href) && text.trim() !== link.href && text.trim() !== bare ? `${text} (${link.href})` : text;
+        break;
+      }
       case 'image':
         s += (t as Tokens.Image).text;
         break;

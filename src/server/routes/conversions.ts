@@ -86,7 +86,8 @@ export function registerConversions(router: Router, deps: Deps): void {
     if (!f) throw new ApiError('not_found', `No file ${ctx.params.fileId} in conversion ${ctx.params.id}.`);
     const expiresAt = (f as { expires_at?: Date | null }).expires_at;
     if (expiresAt && expiresAt.getTime() <= Date.now()) throw new ApiError('file_expired', `File ${f.id} has expired; files are kept 24 h unless stored.`);
-    const disposition = `inline; filename="${f.name.replace(/[^\x20-\x7e]|"/g, '_')}"`;
+    // an ASCII fallback and the exact name in UTF-8 (RFC 6266 / RFC 5987 filename*)
+    const disposition = `inline; filename="${f.name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeRFC5987(f.name)}`;
     if (f.content !== null) {
       await sendContent(ctx, { data: Buffer.from(f.content) }, f.mime, { 'content-disposition': disposition });
       return;
@@ -97,4 +98,9 @@ export function registerConversions(router: Router, deps: Deps): void {
     }
     await sendContent(ctx, { path: deps.blobs.pathOf(f.blob) }, f.mime, { 'content-disposition': disposition });
   });
+}
+
+/** A value for `filename*`: UTF-8, percent-encoded but for RFC 5987's attr-chars. */
+function encodeRFC5987(s: string): string {
+  return encodeURIComponent(s).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }

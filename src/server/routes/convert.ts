@@ -51,7 +51,8 @@ export function waitWindow(ctx: Ctx, fallback: number): { seconds: number; reaso
   if (w) seconds = Math.min(MAX_WAIT_S, Number(w[1]));
   const q = ctx.query.get('wait');
   if (q !== null && q !== '') {
-    const n = Number(q);
+    // decimal digits only: Number() would also take "0x10", "1e1" or " 5 "
+    const n = /^\d{1,3}$/.test(q) ? Number(q) : NaN;
     if (!Number.isInteger(n) || n < 0 || n > MAX_WAIT_S) throw new ApiError('invalid_request', `"wait" must be an integer from 0 to ${MAX_WAIT_S} (seconds).`);
     seconds = n;
   }
@@ -64,7 +65,7 @@ export function registerConvert(router: Router, deps: Deps): void {
       const p = await principalOf(deps, ctx);
       requireScope(p, 'convert');
       requireSubscription(p);
-      await checkRate(deps, p);
+      const held = await checkRate(deps, p);
       const window = waitWindow(ctx, deps.config.syncWaitDefaultS);
       const idempotencyKey = idempotencyKeyOf(ctx.headers);
       const req = await readConvertRequest(deps, ctx, kind);
@@ -76,8 +77,9 @@ export function registerConvert(router: Router, deps: Deps): void {
       const snapshot = !replayed && !reason ? submitted.accepted.snapshot : undefined;
       const location = { location: `/v1/conversions/${id}` };
       if (snapshot) {
-        // Finished and stored in this request: answered from what was stored, no read back.
-        const balance = await deps.ledger.balance(p.accountId);
+        // Finished and stored in this request: answered from what was stored, no read back. A
+        // conversion that reserved nothing (a render) left the balance as the rate limit read it.
+        const balance = await deps.ledger.balance(p.accountId, snapshot.row.credits_reserved === 0 ? held : undefined);
         sendJson(ctx, 200, snapshotJson(snapshot.row, snapshot.files, balance), location);
         return;
       }

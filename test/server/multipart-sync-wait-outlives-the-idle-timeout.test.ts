@@ -1,0 +1,44 @@
+// A synchronous multipart submit keeps its connection while it waits for its conversion, however
+// long past uWS's idle timeout (10 s, fixed in uWS: HTTP_IDLE_TIMEOUT_S) the wait lasts: the
+// body reader must not re-arm that timeout once the body has arrived. Here the converter is held
+// for longer than the idle timeout, then released: the client gets its 200 with the content.
+// One world mode: the store plays no part in the connection's life.
+import t from 'tap';
+import { HeldExecutor, MODES, startWorld } from '../helpers/world.js';
+
+interface FileJ { id: string; role: string; format: string | null; content: string | null; links: { content: string } }
+interface ConvJ { id: string; status: string; files: FileJ[] }
+
+/** Past uWS's idle timeout (10 s) with room to spare: this is a wait, not a measurement. */
+const PAST_IDLE_TIMEOUT_MS = 13_000;
+
+t.test(`a multipart sync wait outlives the idle timeout (${MODES[0]})`, async (t) => {
+  const held = new HeldExecutor();
+  const w = await startWorld(MODES[0]!, {}, { executor: held });
+  t.teardown(() => w.close());
+
+  for (const [label, size] of [['a small file', 200_000], ['a file larger than the held body (1 MiB)', 1_500_000]] as const) {
+    await t.test(label, async (t) => {
+      const line = 'plain words in a long text file\n';
+      const text = `first line ${label}\n${line.repeat(Math.ceil(size / line.length))}last line\n`;
+      held.hold();
+      const fd = new FormData();
+      fd.append('file', new Blob([text], { type: 'text/plain' }), 'long.txt');
+      let answered = false;
+      const submit = w.req('POST', '/v1/convert/text?wait=60', { body: fd })
+        .then((r) => { answered = true; return r; }, (e: unknown) => { answered = true; throw e; });
+      while (held.waitingTasks === 0) await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, PAST_IDLE_TIMEOUT_MS));
+      t.notOk(answered, 'no answer (nor a closed connection) while the conversion is held');
+      held.release();
+      const res = await submit;
+      t.equal(res.status, 200, 'answered 200 once the conversion finished');
+      const c = await res.json() as ConvJ;
+      t.equal(c.status, 'completed');
+      const md = c.files.find((f) => f.role === 'output' && f.format === 'markdown')!;
+      const content = md.content ?? await (await w.req('GET', md.links.content)).text();
+      t.ok(content.startsWith(`first line ${label}`), 'the output has the text\'s first line');
+      t.ok(content.trimEnd().endsWith('last line'), 'and its last');
+    });
+  }
+});

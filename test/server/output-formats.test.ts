@@ -1,0 +1,56 @@
+// What the text and HTML outputs keep of the Markdown, as a user reads them through the API:
+// page markers stay HTML comments in HTML, and link targets stay in plain text.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { MODES, startWorld } from '../helpers/world.js';
+import { buildManyPagesPdf } from '../fixtures/build/pdf.js';
+
+interface Conv { files: Array<{ role: string; format?: string; content?: string }> }
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-outputs-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+const w = await startWorld(MODES[0]!);
+t.teardown(() => w.close());
+
+const output = (c: Conv, format: string): string => c.files.find((f) => f.role === 'output' && f.format === format)?.content ?? '';
+
+t.test('the HTML output of a PDF keeps its page markers as HTML comments', async (t) => {
+  const pdf = await buildManyPagesPdf(dir, 2);
+  const fd = new FormData();
+  fd.append('formats', 'markdown,html');
+  fd.append('file', new File([readFileSync(pdf)], 'two.pdf', { type: 'application/pdf' }));
+  const res = await w.req('POST', '/v1/convert/pdf', { key: w.key, body: fd });
+  t.equal(res.status, 200);
+  const html = output(await res.json() as Conv, 'html');
+  t.match(html, '<!-- page 1 -->');
+  t.match(html, '<!-- page 2 -->');
+  t.notMatch(html, '&lt;!--', 'not shown as text');
+  t.match(html, 'Page 2 body text');
+});
+
+t.test('raw HTML in Markdown is still escaped, a comment that is not a page marker too', async (t) => {
+  const res = await w.req('POST', '/v1/convert/markdown/html', { key: w.key, json: { markdown: '<!-- page 2 --><script>x</script>\n\n<!-- note -->' } });
+  const html = output(await res.json() as Conv, 'html');
+  t.notMatch(html, '<script>');
+  t.match(html, '&lt;!-- note --&gt;');
+});
+
+t.test('Markdown to text keeps link targets unless the text is the address', async (t) => {
+  const markdown = 'See [the docs](http://x.y/docs), <https://a.b/c> and [mail us](mailto:hi@x.y); [anchor](#part-2).';
+  const res = await w.req('POST', '/v1/convert/markdown/text', { key: w.key, json: { markdown } });
+  t.equal(res.status, 200);
+  const text = output(await res.json() as Conv, 'text');
+  t.match(text, 'See the docs (http://x.y/docs), https://a.b/c and mail us (mailto:hi@x.y); anchor.');
+});
+
+t.test('source files carry no format or variant; outputs carry both', async (t) => {
+  const res = await w.req('POST', '/v1/convert/text', { key: w.key, json: { text: 'plain words', formats: ['markdown', 'text'] } });
+  const c = await res.json() as { files: Array<Record<string, unknown>> };
+  const source = c.files.find((f) => f.role === 'source')!;
+  t.notOk('format' in source, 'no format on the source');
+  t.notOk('variant' in source, 'no variant on the source');
+  for (const f of c.files.filter((x) => x.role === 'output')) t.match(f, { format: /^(markdown|text)$/, variant: 'standard' });
+});
