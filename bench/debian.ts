@@ -19,12 +19,15 @@ export const DEBIAN_PACKAGES: Record<string, string> = {
   'fonts-noto-core': '',
   'poppler-utils': 'pdftotext',
   'qpdf': 'qpdf',
+  // scenario A's load generator
+  'wrk': 'wrk',
 };
 
 export interface Tools {
   mutool: boolean;
   pandoc: boolean;
   tesseract: boolean;
+  wrk: boolean;
   /** The texlive manuals are installed (/usr/share/doc/texlive-doc). */
   texdocs: boolean;
   /** What was installed by this run, for the report. */
@@ -74,6 +77,7 @@ export async function ensureDebian(opts: { install: boolean; log: (line: string)
     mutool: await hasCommand('mutool'),
     pandoc: await hasCommand('pandoc'),
     tesseract: await hasCommand('tesseract'),
+    wrk: await hasCommand('wrk'),
     texdocs: await installed('texlive-latex-base-doc'),
     installed: done,
   };

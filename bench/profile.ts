@@ -1,7 +1,8 @@
 // Profiles one scenario's load against a docpipe started with `--cpu-prof`: the cheap path (A)
-// by default, for `npm run bench:profile [-- <seconds> <connections>]`. Prints the load figures
-// and the 25 functions with the most self time, and leaves the .cpuprofile under
-// bench/results/profiles/ for a closer look in Chrome DevTools.
+// by default, for `npm run bench:profile [-- <seconds> <connections> <http threads>]`. Prints the
+// load figures and, for each thread that served requests, the 25 functions with the most self
+// time, and leaves the .cpuprofile files under bench/results/profiles/ for a closer look in
+// Chrome DevTools.
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { closedLoop } from './load.js';
@@ -29,11 +30,12 @@ function topSelf(profile: Profile, n: number): Array<{ fn: string; ms: number; s
 
 const seconds = Number(process.argv[2] ?? 10);
 const connections = Number(process.argv[3] ?? 64);
+const httpThreads = process.argv[4] ?? '1';
 const dir = path.join(ROOT, 'bench', 'results', 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
 mkdirSync(dir, { recursive: true });
 const bench = await setUpBench();
 try {
-  const inst = await bench.start({}, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  const inst = await bench.start({ HTTP_THREADS: httpThreads }, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
   const body = oneKbJson();
   const headers = { 'x-api-key': bench.key, 'content-type': 'application/json' };
   const request = () => ({ method: 'POST', path: '/v1/convert/markdown/html', headers, body });
@@ -44,14 +46,16 @@ try {
   } finally {
     await inst.stop();
   }
-  // One profile per thread (main, module loader, pool workers): the main thread is the one
-  // that ran the server's request code.
+  // One profile per thread (main, module loader, acceptor and pool threads): the ones that ran
+  // the server's request code are the acceptors.
   const profiles = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
     .map((f) => ({ file: path.join(dir, f), profile: JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as Profile }));
-  const main = profiles.find((p) => p.profile.nodes.some((n) => n.callFrame.url.endsWith('src/server/respond.ts')));
-  if (!main) throw new Error('no profile of the main thread (was the server stopped with a signal it could not handle?)');
-  console.table(topSelf(main.profile, 25));
-  console.log(`profile of the main thread: ${main.file}`);
+  const acceptors = profiles.filter((p) => p.profile.nodes.some((n) => n.callFrame.url.endsWith('src/server/respond.ts')));
+  if (acceptors.length === 0) throw new Error('no profile of an acceptor (was the server stopped with a signal it could not handle?)');
+  for (const a of acceptors) {
+    console.table(topSelf(a.profile, 25));
+    console.log(`profile of an acceptor: ${a.file}`);
+  }
 } finally {
   await bench.close();
 }

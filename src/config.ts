@@ -18,6 +18,9 @@ export interface Config {
   /** Per-plan limit changes over src/billing/plans.ts (PLAN_OVERRIDES, JSON). */
   planOverrides: PlanOverrides;
   poolThreads: number;
+  /** Event loops serving HTTP on the one port (HTTP_THREADS, default: the cores); one with the
+   *  embedded database. */
+  httpThreads: number;
   syncWaitDefaultS: number;
   logLevel: string;
   allowPrivateNetwork: boolean;
@@ -72,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisPrefix: redisPrefix(env.REDIS_PREFIX),
     planOverrides: planOverrides(env.PLAN_OVERRIDES),
     poolThreads: int(env, 'POOL_THREADS', cores),
+    httpThreads: Math.max(1, int(env, 'HTTP_THREADS', cores)),
     syncWaitDefaultS: Math.min(60, int(env, 'SYNC_WAIT_DEFAULT_S', 10)),
     logLevel: env.LOG_LEVEL || 'info',
     allowPrivateNetwork: env.ALLOW_PRIVATE_NETWORK === '1',

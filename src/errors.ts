@@ -206,3 +206,33 @@ export function storageError(err: unknown, step: string): ApiError {
   if (isDiskFull(err)) return new ApiError('service_unavailable', DISK_FULL, { 'retry-after': '5' });
   return new ApiError('conversion_unavailable', `Storage failed while ${step}: ${(err as Error).message}`);
 }
+
+/** An error as it crosses a thread boundary (structured clone keeps no class). */
+export interface SerializedError {
+  name: string;
+  message: string;
+  stack?: string;
+  /** An ApiError's code, or a system/driver error's (ECONNREFUSED, CONNECTION_CLOSED, …). */
+  code?: string;
+  headers?: Record<string, string>;
+}
+
+export function serializeError(err: unknown): SerializedError {
+  if (err instanceof ApiError) {
+    return { name: err.name, message: err.message, stack: err.stack, code: err.code, headers: err.headers };
+  }
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return { name: err.name, message: err.message, stack: err.stack, ...(typeof code === 'string' ? { code } : {}) };
+  }
+  return { name: 'Error', message: String(err) };
+}
+
+/** The error serializeError described: an ApiError again, or an Error with its code. */
+export function reviveError(e: SerializedError): Error {
+  const err = e.code !== undefined && e.code in ERRORS
+    ? new ApiError(e.code as ErrorCode, e.message, e.headers)
+    : Object.assign(new Error(e.message), { name: e.name }, e.code !== undefined ? { code: e.code } : {});
+  if (e.stack) err.stack = e.stack;
+  return err;
+}

@@ -35,6 +35,12 @@ export class Metrics {
     name: 'docpipe_http_requests_total', help: 'HTTP requests answered, by route template and status.',
     labelNames: ['method', 'route', 'status'] as const, registers: [this.registry],
   });
+  /** Requests by the acceptor (event loop) that served them: how connections spread over the
+   *  acceptor threads (0 is the main thread's). */
+  readonly acceptorRequests = new Counter({
+    name: 'docpipe_http_requests_by_acceptor_total', help: 'HTTP requests answered, by the acceptor thread that served them.',
+    labelNames: ['acceptor'] as const, registers: [this.registry],
+  });
   readonly httpDuration = new Histogram({
     name: 'docpipe_http_request_duration_seconds', help: 'Time from request to response, by route template and status.',
     labelNames: ['method', 'route', 'status'] as const, registers: [this.registry],
@@ -75,7 +81,11 @@ export class Metrics {
     labelNames: ['dependency'] as const, registers: [this.registry],
   });
 
-  constructor(opts: { executor?: Executor; defaults?: boolean } = {}) {
+  /** This acceptor's number, as its requests are counted. */
+  private readonly acceptor: string;
+
+  constructor(opts: { executor?: Executor; defaults?: boolean; acceptor?: number } = {}) {
+    this.acceptor = String(opts.acceptor ?? 0);
     const ex = opts.executor as (Executor & PoolGauges) | undefined;
     new Gauge({
       name: 'docpipe_pool_queue_depth', help: 'Conversion tasks waiting for a converter thread.',
@@ -110,6 +120,7 @@ export class Metrics {
   observeRequest(method: string, route: string, status: number, seconds: number): void {
     const labels = { method, route, status: String(status) };
     this.httpRequests.inc(labels);
+    this.acceptorRequests.inc({ acceptor: this.acceptor });
     this.httpDuration.observe(labels, seconds);
   }
 

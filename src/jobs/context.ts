@@ -6,13 +6,12 @@ import type { ConverterKind, Count, Peek } from '../converters/types.js';
 import type { FetchSettings } from '../converters/url.js';
 import type { Gate } from '../billing/gate.js';
 import type { Ledger } from '../billing/ledger.js';
-import type { GateAudit } from '../billing/audit.js';
+import type { AuditCounts } from '../billing/audit.js';
 import type { Plan, PlanLimits } from '../billing/plans.js';
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
 import type { ConversionRow, FileRow } from '../store/conversions.js';
 import type { Executor } from './executor.js';
-import type { JobRunner } from './runner.js';
 import type { GroupCommit } from './group-commit.js';
 
 /** The service's dependencies and parts, handed to each of its steps. */
@@ -24,14 +23,33 @@ export interface ConversionContext {
   /** The executor for small render jobs (Markdown → HTML/text): in-thread, never queued. */
   inline: Executor;
   billing: Billing;
-  runner: JobRunner;
+  runner: JobStarter;
   /** Where finished renders are stored, many conversions per transaction. */
   group: GroupCommit;
   /** Mends the gate's copy of active accounts from the ledger (a settle it was not told, …). */
-  audit: GateAudit;
+  audit: AuditWatch;
   urlFetch: FetchSettings;
   /** True once the service is stopping. */
   stopping(): boolean;
+}
+
+/**
+ * What admission and deletion need of the process's job runner (runner.ts): start the jobs just
+ * committed, stop those of a deleted conversion. In an acceptor thread it is the process's one
+ * runner, reached over the thread's link (src/server/acceptor-link.ts).
+ */
+export interface JobStarter {
+  /** The lease owner the process's runner claims jobs as. */
+  readonly owner: string;
+  /** Claims and starts these jobs now if there is room; a promise per job started, settled when it ends. */
+  runNow(ids: string[]): Promise<Array<Promise<void>>>;
+  abortConversion(conversionId: string): void;
+}
+
+/** What the steps need of the gate audit (billing/audit.ts): accounts to watch, and a pass. */
+export interface AuditWatch {
+  watch(accountId: string): void;
+  run(): Promise<AuditCounts>;
 }
 
 export type AsyncReason = 'respond_async' | 'too_many_sources' | 'pages_exceed_sync_limit' | 'capacity' | 'wait_timeout';
@@ -60,6 +78,9 @@ export interface Accepted {
 export interface LifecycleOptions {
   /** The executor for small render jobs (Markdown → HTML/text): in-thread, never queued. */
   inline: Executor;
+  /** An acceptor thread's link to the process's job runner and gate audit; without it the
+   *  service runs its own (the process's main thread). */
+  linked?: { runner: JobStarter; audit: AuditWatch };
   /** Jobs this process runs at once. */
   capacity: number;
   pollMs?: number;

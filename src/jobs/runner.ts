@@ -48,9 +48,14 @@ export class JobRunner {
 
   /** Claims and starts jobs this process has just created; returns those it got. */
   async runNow(ids: string[]): Promise<Array<Promise<void>>> {
+    return (await this.claimNow(ids)).map((s) => s.done);
+  }
+
+  /** runNow, saying which job each promise is of. */
+  async claimNow(ids: string[]): Promise<Array<{ id: string; done: Promise<void> }>> {
     if (this.stopping) return [];
     const jobs = await claimByIds(this.sql, this.owner, ids);
-    return jobs.map((j) => this.start1(j));
+    return jobs.map((j) => ({ id: j.id, done: this.start1(j) }));
   }
 
   /** Aborts this process's running jobs of a conversion (it was deleted). */

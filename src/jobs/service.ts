@@ -37,7 +37,7 @@ import { JobRunner } from './runner.js';
 import type { JobRow } from './queue.js';
 import { GroupCommit } from './group-commit.js';
 import type {
-  Accepted, AsyncReason, Billing, ConversionContext, Idem, LifecycleOptions, PlannedEstimate, SubmitContext, Submitted, Track,
+  Accepted, AsyncReason, AuditWatch, Billing, ConversionContext, Idem, LifecycleOptions, PlannedEstimate, SubmitContext, Submitted, Track,
 } from './context.js';
 import * as planning from './plan.js';
 import * as admission from './admit.js';
@@ -50,17 +50,18 @@ import * as deleting from './remove.js';
 export {
   SYNC_MAX_SOURCES, SYNC_MAX_PDF_PAGES, INLINE_CONTENT_BYTES, RETENTION_MS, INLINE_RENDER_BYTES,
   type AsyncReason, type Accepted, type LifecycleOptions, type Track, type Submitted, type SubmitContext, type Billing,
-  type PlannedEstimate,
+  type PlannedEstimate, type JobStarter, type AuditWatch,
 } from './context.js';
 export { PENDING_GRACE_MS } from './settle.js';
 export { recording, kindOfEndpoint } from './run-job.js';
 
 export class ConversionService {
-  readonly runner: JobRunner;
+  /** The process's job runner; undefined in an acceptor thread, which reaches it over its link. */
+  readonly runner?: JobRunner;
   /** Where finished renders are stored, many conversions per transaction. */
   readonly group: GroupCommit;
   /** Mends the gate's copy of active accounts from the ledger (a settle it was not told, …). */
-  readonly audit: GateAudit;
+  readonly audit: AuditWatch;
   private ctx: ConversionContext;
   private settleTimer?: NodeJS.Timeout;
   private stopping = false;
@@ -69,27 +70,39 @@ export class ConversionService {
   constructor(sql: Sql, blobs: Blobs, executor: Executor, private billing: Billing, life: LifecycleOptions) {
     this.group = new GroupCommit(sql);
     this.mendMs = life.mendMs ?? 10_000;
-    this.audit = new GateAudit(sql, billing.gate);
-    this.runner = new JobRunner(sql, (job, signal) => this.runJob(job, signal), { capacity: life.capacity, pollMs: life.pollMs });
+    if (!life.linked) {
+      this.audit = new GateAudit(sql, billing.gate);
+      this.runner = new JobRunner(sql, (job, signal) => this.runJob(job, signal), { capacity: life.capacity, pollMs: life.pollMs });
+    } else {
+      this.audit = life.linked.audit;
+    }
     this.ctx = {
-      sql, blobs, executor, inline: life.inline, billing, runner: this.runner, group: this.group, audit: this.audit,
+      sql, blobs, executor, inline: life.inline, billing, runner: this.runner ?? life.linked!.runner, group: this.group, audit: this.audit,
       urlFetch: life.urlFetch, stopping: () => this.stopping,
     };
   }
 
   /** Starts taking queued and abandoned jobs, settling conversions whose settle was lost, and
-   *  auditing the gate's copy of the accounts active here against the ledger. */
+   *  auditing the gate's copy of the accounts active here against the ledger. An acceptor
+   *  thread's service starts none of these: its process does. */
   start(): void {
+    if (!this.runner) return;
     this.runner.start();
     this.settleTimer = setInterval(() => void settlement.sweep(this.ctx).catch((err: unknown) => this.billing.onError?.(err, 'settle sweep')), this.mendMs);
     this.settleTimer.unref();
   }
 
-  /** Stops taking work; running jobs get `graceMs` to finish, the rest are handed back. */
+  /** True once stop() was called: long answers (event streams) end, sync waits answer 202. */
+  isStopping(): boolean {
+    return this.stopping;
+  }
+
+  /** Stops taking work; running jobs get `graceMs` to finish, the rest are handed back. From
+   *  now on a sync wait whose conversion is not done answers at once (202). */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     clearInterval(this.settleTimer);
-    await this.runner.stop(graceMs);
+    await this.runner?.stop(graceMs);
   }
 
   /**

@@ -15,7 +15,7 @@ export function syncRefusal(a: Accepted): AsyncReason | undefined {
 }
 
 /** Waits up to `seconds` for the conversion; returns the async reason when it is still going. */
-export async function waitFor(ctx: Pick<ConversionContext, 'sql'>, a: Accepted, seconds: number,
+export async function waitFor(ctx: Pick<ConversionContext, 'sql' | 'stopping'>, a: Accepted, seconds: number,
   reason: AsyncReason | undefined): Promise<AsyncReason | undefined> {
   let why = reason ?? syncRefusal(a) ?? (a.capacity ? 'capacity' : undefined);
   if (!why && seconds <= 0) why = 'respond_async';
@@ -29,8 +29,9 @@ export async function waitFor(ctx: Pick<ConversionContext, 'sql'>, a: Accepted, 
       new Promise<void>((r) => { timer = setTimeout(r, seconds * 1000); }),
     ]);
     clearTimeout(timer);
-    // Jobs another process took are followed in the database until the window ends.
-    while (!(await isTerminal(ctx, a.conversionId)) && Date.now() < deadline) {
+    // Jobs another process took are followed in the database until the window ends, or until
+    // this server stops: its jobs were handed back, and the client gets its 202 now.
+    while (!(await isTerminal(ctx, a.conversionId)) && Date.now() < deadline && !ctx.stopping()) {
       await new Promise((r) => setTimeout(r, 50));
     }
     if (!(await isTerminal(ctx, a.conversionId))) why = 'wait_timeout';

@@ -9,11 +9,11 @@ import path from 'node:path';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { ApiError, ERRORS, type ErrorCode } from '../errors.js';
+import { ApiError, reviveError as revive } from '../errors.js';
 import type { RunResult } from '../converters/registry.js';
 import type { Executor, ExecutorSettings, Task } from '../jobs/executor.js';
 import type { Count } from '../converters/types.js';
-import type { CountReply, CountRequest, PortMessage, SerializedError, WorkerReply, WorkerRequest } from './worker.js';
+import type { CountReply, CountRequest, PortMessage, WorkerReply, WorkerRequest } from './worker.js';
 import { scratchPrefix } from './scratch.js';
 
 export interface PoolOptions {
@@ -209,10 +209,3 @@ function stripTestModule(task: PoolTask): Task {
 }
 
 /** The error the thread threw, as the same class with the same code. */
-function revive(e: SerializedError): Error {
-  const err = e.code !== undefined && e.code in ERRORS
-    ? new ApiError(e.code as ErrorCode, e.message, e.headers)
-    : Object.assign(new Error(e.message), { name: e.name });
-  if (e.stack) err.stack = e.stack;
-  return err;
-}

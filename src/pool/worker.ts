@@ -15,7 +15,7 @@ import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ApiError } from '../errors.js';
+import { ApiError, serializeError as serialize, type SerializedError } from '../errors.js';
 import { peekFile, type RunResult } from '../converters/registry.js';
 import { countTask, runTask, type ExecutorSettings, type Task } from '../jobs/executor.js';
 import type { Count } from '../converters/types.js';
@@ -40,14 +40,6 @@ export type PortMessage =
   | { type: 'progress'; done: number; total: number }
   | { type: 'end' };
 
-export interface SerializedError {
-  name: string;
-  message: string;
-  stack?: string;
-  /** Set when the thread threw an ApiError. */
-  code?: string;
-  headers?: Record<string, string>;
-}
 
 export type WorkerReply = { ok: true; result: RunResult } | { ok: false; error: SerializedError };
 
@@ -94,14 +86,6 @@ if (!isMainThread) yieldToEventLoop();
 
 const allowTestModules = (workerData as { allowTestModules?: boolean } | undefined)?.allowTestModules === true;
 const quietSignal = new AbortController().signal;
-
-function serialize(err: unknown): SerializedError {
-  if (err instanceof ApiError) {
-    return { name: err.name, message: err.message, stack: err.stack, code: err.code, headers: err.headers };
-  }
-  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
-  return { name: 'Error', message: String(err) };
-}
 
 async function runTestModule(file: string, task: Task, progress: (done: number, total: number) => void): Promise<RunResult> {
   if (!allowTestModules) throw new Error('This pool does not load test modules.');

@@ -22,6 +22,9 @@ export interface OpenDbOptions {
   schema?: string;
   /** Connections in the pool (server mode). */
   max?: number;
+  /** Apply pending migrations (default). An acceptor thread opens a database its process has
+   *  already migrated. */
+  migrate?: boolean;
 }
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -29,8 +32,8 @@ const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '
 export async function openDb(opts: OpenDbOptions): Promise<Db> {
   if (opts.databaseUrl) {
     const sql = connect(opts.databaseUrl, opts.schema, opts.max ?? 10);
-    if (opts.schema) await sql.unsafe(`create schema if not exists "${safeIdent(opts.schema)}"`);
-    await migrate(sql);
+    if (opts.schema && opts.migrate !== false) await sql.unsafe(`create schema if not exists "${safeIdent(opts.schema)}"`);
+    if (opts.migrate !== false) await migrate(sql);
     return { sql, embedded: false, close: () => sql.end({ timeout: 5 }) };
   }
   return openEmbedded(opts);

@@ -85,9 +85,21 @@ export async function startWorld(mode: Mode, env: Record<string, string> = {}, o
   const appDb = mode === 'postgres' && opts.appDatabaseUrl
     ? await openDb({ databaseUrl: opts.appDatabaseUrl, dataDir, schema, max: 4 })
     : db;
-  const config = { ...loadConfig({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_S: '2', POOL_THREADS: '1', SYNC_WAIT_DEFAULT_S: '60', ...redisEnv, ...env }) };
-  const app = await startApp(config, { db: appDb, log: createLogger('silent'), executor: opts.executor ?? (opts.pool ? undefined
-    : new InlineExecutor({ tmpDir: path.join(dataDir, 'tmp'), allowPrivateNetwork: config.allowPrivateNetwork })) });
+  // One acceptor unless the test asks for more; acceptor threads connect to this world's schema.
+  const threadsEnv: Record<string, string> = mode === 'postgres' && Number(env.HTTP_THREADS ?? 1) > 1
+    ? { DATABASE_URL: opts.appDatabaseUrl ?? PG_URL, DATABASE_SCHEMA: schema } : {};
+  const config = { ...loadConfig({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_S: '2', POOL_THREADS: '1', SYNC_WAIT_DEFAULT_S: '60', HTTP_THREADS: '1', ...redisEnv, ...threadsEnv, ...env }) };
+  let app: RunningApp;
+  try {
+    app = await startApp(config, { db: appDb, log: createLogger('silent'), executor: opts.executor ?? (opts.pool ? undefined
+      : new InlineExecutor({ tmpDir: path.join(dataDir, 'tmp'), allowPrivateNetwork: config.allowPrivateNetwork })) });
+  } catch (err) {
+    if (appDb !== db) await appDb.close();
+    await db.close();
+    if (mode === 'postgres') await dropSchema(schema);
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
   const url = `http://127.0.0.1:${app.port}`;
 
   const grant: World['grant'] = (accountId, amount) => app.deps.ledger.grant(accountId, amount, 'test grant');

@@ -4,7 +4,7 @@
 import t from 'tap';
 import net from 'node:net';
 import type { us_listen_socket } from 'uWebSockets.js';
-import { loadUws } from '../../src/server/app.js';
+import { loadUws } from '../../src/server/uws.js';
 import { makeCtx, reply, type Ctx } from '../../src/server/respond.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

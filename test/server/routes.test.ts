@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startWorld } from '../helpers/world.js';
-import { loadUws } from '../../src/server/app.js';
+import { loadUws } from '../../src/server/uws.js';
 
 t.test('start-up refuses the slow JS fallback of uWebSockets.js', async (t) => {
   t.equal(typeof loadUws().App, 'function', 'the native binary loads');

@@ -52,6 +52,8 @@ export function registerEvents(router: Router, deps: Deps): void {
     try {
       for (;;) {
         if (ctx.aborted) return;
+        // The server is stopping: the client reconnects to another one (or to this one restarted).
+        if (deps.conversions.isStopping()) break;
         const row = await getConversionRow(deps.db.sql, p.accountId, id);
         if (!row) {
           send(ctx, 'deleted', { id });

@@ -11,7 +11,7 @@ import { decodeCursor, encodeCursor } from '../conversion-json.js';
 import { assertPublicUrl, BlockedAddressError } from '../../net/ssrf.js';
 import { newId } from '../../store/ids.js';
 import { EVENT_TYPES, TEST_EVENT_TYPE, eventBody } from '../../webhooks/outbox.js';
-import type { WebhookDispatcher } from '../../webhooks/dispatcher.js';
+import type { Sender } from '../../webhooks/deliver.js';
 import {
   attemptJson, countEndpoints, createEndpoint, deleteEndpoint, endpointJson, getEndpoint, insertTestEvent, listAttempts,
   listEndpoints, logTestAttempt, type EndpointRow,
@@ -50,7 +50,7 @@ function validEventTypes(v: unknown): string[] {
   return [...seen];
 }
 
-export function registerWebhooks(router: Router, deps: Deps, dispatcher: WebhookDispatcher): void {
+export function registerWebhooks(router: Router, deps: Deps, sender: Sender): void {
   const sql = deps.db.sql;
 
   const caller = async (ctx: Ctx) => {
@@ -121,7 +121,7 @@ export function registerWebhooks(router: Router, deps: Deps, dispatcher: Webhook
     const createdAt = new Date();
     const body = eventBody(id, TEST_EVENT_TYPE, createdAt, endpointJson(e));
     await insertTestEvent(sql, p.accountId, id, TEST_EVENT_TYPE, body, createdAt);
-    const out = await dispatcher.sender.send(e.url, e.secret, id, body);
+    const out = await sender.send(e.url, e.secret, id, body);
     sendJson(ctx, 200, attemptJson(await logTestAttempt(sql, e.id, id, TEST_EVENT_TYPE, out)));
   });
 }
