@@ -113,8 +113,9 @@ function parseSection(src: string): Section {
     const ch = src[i]!;
     if (ch === '"') {
       const end = src.indexOf('"', i + 1);
-      lit(src.slice(i + 1, end < 0 ? src.length : end));
-      i = end < 0 ? src.length : end + 1;
+      if (end < 0) throw new SyntaxError('unclosed quote');
+      lit(src.slice(i + 1, end));
+      i = end + 1;
     } else if (ch === '\\' || ch === '!') {
       lit(src[i + 1] ?? '');
       i += 2;
@@ -125,8 +126,9 @@ function parseSection(src: string): Section {
       i += 2;
     } else if (ch === '[') {
       const end = src.indexOf(']', i);
-      const inner = src.slice(i + 1, end < 0 ? src.length : end);
-      i = end < 0 ? src.length : end + 1;
+      if (end < 0) throw new SyntaxError('unclosed bracket');
+      const inner = src.slice(i + 1, end);
+      i = end + 1;
       const cond = CONDITION_RE.exec(`[${inner}]`);
       if (cond) {
         const [op, v] = [cond[1]!, Number(cond[2])];
@@ -493,7 +495,8 @@ const general = new Compiled('General', false);
 /** Excel keeps format codes to 255 characters; a longer one is no format Excel wrote. */
 const MAX_CODE = 1024;
 
-/** A format from its code; a code that cannot be read shows numbers as General. */
+/** A format from its code; a code Excel would refuse (an unclosed quote or bracket) shows
+ *  numbers as General. */
 export function compileFormat(code: string, date1904 = false): NumberFormat {
   if (code === '' || /^general$/i.test(code.trim()) || code.length > MAX_CODE) return general;
   try {

@@ -8,11 +8,11 @@
 import { gfmTable } from '../shared/gfm-table.js';
 import type { ZipArchive } from '../shared/zip-limits.js';
 import { readRels } from './ooxml.js';
-import { blockGrid, mergesByFirstCell, splitBlocks, type Block } from './xlsx-blocks.js';
+import { blockGrid, checkBlockSizes, mergesByFirstCell, splitBlocks, type Block } from './xlsx-blocks.js';
 import type { Book, SheetRef } from './xlsx-book.js';
 import { chartSheetMarkdown } from './xlsx-charts.js';
 import { readComments, type SheetComment } from './xlsx-comments.js';
-import { cellKey, columnName, readSheetCells, type CellBudget } from './xlsx-sheet.js';
+import { cellIndex, cellKey, columnName, readSheetCells, type CellBudget } from './xlsx-sheet.js';
 
 /** Comments on empty cells are placed in the block around them; past this many area checks
  *  per sheet they go after the sheet's last block instead. */
@@ -69,10 +69,11 @@ export async function sheetMarkdown(zip: ZipArchive, book: Book, sheet: SheetRef
   const comments = await readComments(zip, book, await readRels(zip, sheet.part));
   const blocks = splitBlocks(cells);
   const merges = mergesByFirstCell(cells);
+  checkBlockSizes(cells, blocks);
 
   // Each comment goes after the block holding its cell (or, on an empty cell, the block around it).
-  const blockOfCell = new Map<number, number>();
-  blocks.forEach((b, k) => { for (const i of b.cells) blockOfCell.set(cellKey(cells.rows[i]!, cells.cols[i]!), k); });
+  const blockOf = new Int32Array(cells.rows.length);
+  blocks.forEach((b, k) => { for (const i of b.cells) blockOf[i] = k; });
   const commentsOf: SheetComment[][] = blocks.map(() => []);
   const loose: SheetComment[] = [];
   let checks = PLACEMENT_CHECKS;
@@ -85,7 +86,8 @@ export async function sheetMarkdown(zip: ZipArchive, book: Book, sheet: SheetRef
   const hiddenCols = new Set(cells.hiddenCols);
   for (const c of comments) {
     if (hiddenRows.has(c.row) || hiddenCols.has(c.col)) continue;
-    const k = blockOfCell.get(cellKey(c.row, c.col)) ?? around(c);
+    const i = cellIndex(cells, c.row, c.col);
+    const k = i === undefined ? around(c) : blockOf[i]!;
     (k >= 0 ? commentsOf[k]! : loose).push(c);
   }
 

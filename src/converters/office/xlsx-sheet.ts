@@ -74,7 +74,6 @@ const hasValue = (inner: string): boolean => {
 };
 
 export async function readSheetCells(zip: ZipArchive, book: Book, part: string, budget: CellBudget, signal?: AbortSignal): Promise<SheetCells> {
-  const byKey = new Map<number, number>();
   const hiddenCol = new Uint8Array(MAX_COL + 2);
   const hiddenRow = new Set<number>();
   const out: SheetCells = { rows: [], cols: [], texts: [], merges: [], hiddenRows: [], hiddenCols: [], isHidden: { rows: hiddenRow, cols: hiddenCol } };
@@ -118,14 +117,8 @@ export async function readSheetCells(zip: ZipArchive, book: Book, part: string, 
       const text = cellText(book, a.t, V_RE.exec(inner)?.[1], inline, Number(a.s ?? 0)).trim();
       if (text === '') continue;
       const key = cellKey(r, c);
-      const seen = byKey.get(key);
-      if (seen !== undefined) {
-        out.texts[seen] = text;
-        continue;
-      }
-      if (key < lastKey) ordered = false;
+      if (key <= lastKey) ordered = false;
       lastKey = key;
-      byKey.set(key, out.rows.length);
       out.rows.push(r);
       out.cols.push(c);
       out.texts.push(text);
@@ -145,34 +138,45 @@ export async function readSheetCells(zip: ZipArchive, book: Book, part: string, 
     }
   }
 
-  if (!ordered) sortCells(out, byKey);
+  if (!ordered) sortCells(out);
   if (links.length > 0) {
     const rels = await readRels(zip, part);
     for (const { ref, id } of links) {
       const at = parseRef(ref);
       const url = rels.get(id)?.target;
-      const i = at ? byKey.get(cellKey(at.row, at.col)) : undefined;
+      const i = at ? cellIndex(out, at.row, at.col) : undefined;
       const text = i === undefined ? undefined : out.texts[i];
       if (i !== undefined && text && url && isLinkable(url) && text !== url) {
         out.texts[i] = `[${text.replace(/([[\]])/g, '\\$1')}](${url.replace(/[ ()]/g, encodeURIComponent)})`;
       }
     }
   }
-  out.merges = merges.filter((g) => byKey.has(cellKey(g.r0, g.c0)) && (g.r1 > g.r0 || g.c1 > g.c0));
+  out.merges = merges.filter((g) => cellIndex(out, g.r0, g.c0) !== undefined && (g.r1 > g.r0 || g.c1 > g.c0));
   out.hiddenRows = [...hiddenRowsSeen].sort((a, b) => a - b);
   out.hiddenCols = [...hiddenColsSeen].sort((a, b) => a - b);
   return out;
 }
 
-/** Puts cells written out of order (never by Excel, but possible) into row-major order. */
-function sortCells(cells: SheetCells, byKey: Map<number, number>): void {
-  const order = cells.rows.map((_, i) => i).sort((a, b) => cells.rows[a]! - cells.rows[b]! || cells.cols[a]! - cells.cols[b]!);
-  const [rows, cols, texts] = [order.map((i) => cells.rows[i]!), order.map((i) => cells.cols[i]!), order.map((i) => cells.texts[i]!)];
-  cells.rows = rows;
-  cells.cols = cols;
-  cells.texts = texts;
-  byKey.clear();
-  rows.forEach((r, i) => byKey.set(cellKey(r, cols[i]!), i));
+/** Puts cells written out of order (never by Excel, but possible) into row-major order; of a
+ *  cell written twice, the last one stays. */
+function sortCells(cells: SheetCells): void {
+  const key = (i: number): number => cellKey(cells.rows[i]!, cells.cols[i]!);
+  const order = cells.rows.map((_, i) => i).sort((a, b) => key(a) - key(b) || a - b);
+  const kept = order.filter((i, k) => k + 1 === order.length || key(order[k + 1]!) !== key(i));
+  [cells.rows, cells.cols, cells.texts] = [kept.map((i) => cells.rows[i]!), kept.map((i) => cells.cols[i]!), kept.map((i) => cells.texts[i]!)];
+}
+
+/** The index of the cell at row, col in the sheet's arrays (a binary search: they are in
+ *  row-major order), or undefined when that cell is empty. */
+export function cellIndex(cells: SheetCells, row: number, col: number): number | undefined {
+  const want = cellKey(row, col);
+  let [lo, hi] = [0, cells.rows.length];
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (cellKey(cells.rows[mid]!, cells.cols[mid]!) < want) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < cells.rows.length && cells.rows[lo] === row && cells.cols[lo] === col ? lo : undefined;
 }
 
 /** Non-empty cells of a sheet, without resolving any value. */
