@@ -9,7 +9,7 @@ import { convertWith, makeCtx, peekOf } from '../helpers/convert-ctx.js';
 import { buildReport } from '../fixtures/build/docx.js';
 import {
   buildChartSheetWorkbook, buildDate1904Workbook, buildFormatsWorkbook, buildGridWorkbook, buildHiddenWorkbook, buildLayoutWorkbook,
-  buildWorkbook, FORMAT_ROWS, replaceSheetXml, writeCsv,
+  buildLoneCellsWorkbook, buildWorkbook, FORMAT_ROWS, replaceSheetXml, writeCsv,
 } from '../fixtures/build/xlsx.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-excel-'));
@@ -96,6 +96,12 @@ const vectors: Vector[] = [
       '## Banner\n\nStaff 2024\n\n| Name | Team | Since |\n| --- | --- | --- |\n| Ann | Ops | 2019 |\n| Ben | Dev | 2021 |\n',
     ],
     mustNot: [...NOISE, '| Quarterly report', '| Staff 2024', '|  | Region', 'Region |  |', '[Threaded comment]', 'Author', 'tc={', 'Alice Smith:\n'],
+  },
+  {
+    name: 'a lone cell is a line of its own, never a heading, a list or a one-cell table',
+    build: () => buildLoneCellsWorkbook(dir),
+    must: ['## Lines\n\n\\# not a heading\n\n\\- not a list\n\n1\\. not a list\n\nfirst line\\\nsecond line\n\n50%\n'],
+    mustNot: [...NOISE, '|'],
   },
   {
     name: 'hidden sheets, rows and columns are skipped, with a comment line saying so',

@@ -233,6 +233,7 @@ function dateTokens(tokens: Token[]): Token[] {
 /** The digits of |x| rounded half away from zero at `decimals` places, on its 15 significant
  *  digits (as Excel keeps them): { int: '' for zero, frac: exactly `decimals` digits }. */
 export function roundDigits(x: number, decimals: number): { int: string; frac: string } {
+  if (!Number.isFinite(x)) return { int: '', frac: '0'.repeat(decimals) };
   const [mant, expPart] = Math.abs(x).toExponential(14).split('e');
   let digits = mant!.replace('.', '');
   let exp = Number(expPart); // the value is 0.digits × 10^(exp + 1)
@@ -290,9 +291,11 @@ function renderNumber(section: Section, value: number): string {
     const step = engineering ? intPlaces : 1;
     let e = x === 0 ? 0 : Math.floor(Math.log10(Math.abs(x)));
     e = engineering ? Math.floor(e / step) * step : e - (intPlaces - 1);
-    let m = x / 10 ** e;
+    // 10 ** e underflows to 0 below 1e-323: scale in two steps there.
+    const mantissa = (p: number): number => (p < -300 ? (x * 1e30) / 10 ** (p + 30) : x / 10 ** p);
+    let m = mantissa(e);
     const r = roundDigits(m, decimals);
-    if (x !== 0 && r.int.length > (engineering ? step : intPlaces)) { e += step; m = x / 10 ** e; }
+    if (x !== 0 && r.int.length > (engineering ? step : intPlaces)) { e += step; m = mantissa(e); }
     x = m;
     const expTokens = tokens.slice(expAt + 1);
     const width = expTokens.filter((k) => k.t === 'digit').length;
