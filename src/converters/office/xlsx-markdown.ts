@@ -2,9 +2,8 @@
 // naming the hidden rows and columns left out, then each block of cells (xlsx-blocks.ts) in
 // reading order — a lone cell as a line of text (so is a title merged across the table under it),
 // anything larger as a GFM table whose first row is the header — each followed by the comments
-// on its cells with their authors. A hidden sheet
-// is one comment line; a chart sheet its charts' data. Cells past the workbook's cell budget
-// are cut, and a comment line says which rows were.
+// on its cells with their authors. A hidden sheet is one comment line; a chart sheet its charts'
+// data. Cells past the workbook's cell budget are cut, and a comment line says which rows were.
 import { gfmTable } from '../shared/gfm-table.js';
 import type { ZipArchive } from '../shared/zip-limits.js';
 import { readRels } from './ooxml.js';
@@ -82,10 +81,8 @@ export async function sheetMarkdown(zip: ZipArchive, book: Book, sheet: SheetRef
     for (let k = 0; k < blocks.length && checks-- > 0; k++) if (inside(blocks[k]!)) return k;
     return -1;
   };
-  const hiddenRows = new Set(cells.hiddenRows);
-  const hiddenCols = new Set(cells.hiddenCols);
   for (const c of comments) {
-    if (hiddenRows.has(c.row) || hiddenCols.has(c.col)) continue;
+    if (cells.isHidden.rows.has(c.row) || cells.isHidden.cols[c.col] === 1) continue;
     const i = cellIndex(cells, c.row, c.col);
     const k = i === undefined ? around(c) : blockOf[i]!;
     (k >= 0 ? commentsOf[k]! : loose).push(c);
