@@ -1,14 +1,18 @@
-// Excel converter (.xlsx/.xlsm and .csv): `## <sheet name>` then one GFM table per sheet, the
-// first non-empty row as the header. Formulas show their cached values, dates ISO 8601, error
-// cells their code (#DIV/0!), hyperlink cells a Markdown link; empty rows and columns are
-// dropped (merged cells: see office/xlsx-sheet.ts). A CSV is one table without a heading.
-// Pricing: pages = sheets, units = non-empty cells, counted without building any Markdown.
+// Excel converter (.xlsx/.xlsm and .csv). A workbook gives one `## <sheet name>` section per
+// sheet, as the sheet shows (office/xlsx-markdown.ts): values through their number formats,
+// formulas as their cached values, error cells their code (#DIV/0!), hyperlink cells a Markdown
+// link, one table per block of cells, comments with their authors, hidden parts left out, chart
+// sheets as their charts' data. At most MAX_BOOK_CELLS cells are converted; the rest is cut with
+// a note. A CSV is one table without a heading, empty rows and columns dropped.
+// Pricing: pages = sheets, units = non-empty cells (hidden and cut ones included), counted
+// without building any Markdown.
 import { open } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
 import { csvRecords } from './office/csv.js';
 import { acceptsOoxml, requireOfficeKind } from './office/ooxml.js';
 import { readBook, readSheetList } from './office/xlsx-book.js';
-import { countSheetCells, readSheetGrid } from './office/xlsx-sheet.js';
+import { sheetMarkdown } from './office/xlsx-markdown.js';
+import { countSheetCells } from './office/xlsx-sheet.js';
 import { checkTableSize, gfmTable, widestRow } from './shared/gfm-table.js';
 import { withZip } from './shared/zip-limits.js';
 import type { Converter, Count, Peek } from './types.js';
@@ -19,6 +23,9 @@ const XLSX_TYPES = [
 ] as const;
 const CSV_TYPES = ['text/csv', 'application/csv', 'text/comma-separated-values'] as const;
 const XLSX_EXTENSIONS = ['.xlsx', '.xlsm'] as const;
+
+/** Non-empty cells converted per workbook; past them sheets are cut at a row, with a note. */
+export const MAX_BOOK_CELLS = 2_000_000;
 
 function looksLikeCsv(peek: Peek): boolean {
   const b = peek.bytes;
@@ -41,7 +48,7 @@ async function isZip(path: string): Promise<boolean> {
 }
 
 /** Rows as a table, or a note when the sheet holds nothing. */
-const tableOrNote = (grid: string[][], note = '*(empty sheet)*'): string => (grid.length > 0 ? gfmTable(grid) : note);
+const tableOrNote = (grid: string[][], note: string): string => (grid.length > 0 ? gfmTable(grid) : note);
 
 /** Drops empty cells at the edges and empty columns anywhere, as the xlsx reader does. */
 function trimRecords(records: string[][]): string[][] {
@@ -55,53 +62,59 @@ function trimRecords(records: string[][]): string[][] {
   return rows.map((r) => keep.map((c) => r[c] ?? ''));
 }
 
-export const excelConverter: Converter = {
-  kind: 'excel',
-  mediaTypes: [...XLSX_TYPES, ...CSV_TYPES],
-  extensions: [...XLSX_EXTENSIONS, '.csv'],
+export interface ExcelLimits {
+  /** Cells converted per workbook (MAX_BOOK_CELLS); tests lower it. */
+  maxCells: number;
+}
 
-  accepts(peek) {
-    return acceptsOoxml(peek, 'excel', XLSX_EXTENSIONS, XLSX_TYPES) || looksLikeCsv(peek);
-  },
+export function createExcelConverter(limits: ExcelLimits = { maxCells: MAX_BOOK_CELLS }): Converter {
+  return {
+    kind: 'excel',
+    mediaTypes: [...XLSX_TYPES, ...CSV_TYPES],
+    extensions: [...XLSX_EXTENSIONS, '.csv'],
 
-  async count(path): Promise<Count> {
-    if (!(await isZip(path))) {
-      let units = 0;
-      for await (const batch of csvRecords(path)) {
-        for (const rec of batch) for (const f of rec) if (f.trim() !== '') units++;
+    accepts(peek) {
+      return acceptsOoxml(peek, 'excel', XLSX_EXTENSIONS, XLSX_TYPES) || looksLikeCsv(peek);
+    },
+
+    async count(path): Promise<Count> {
+      if (!(await isZip(path))) {
+        let units = 0;
+        for await (const batch of csvRecords(path)) {
+          for (const rec of batch) for (const f of rec) if (f.trim() !== '') units++;
+        }
+        return { pages: 1, units };
       }
-      return { pages: 1, units };
-    }
-    return withZip(path, async (zip) => {
-      const { sheets } = await readSheetList(zip, await requireOfficeKind(zip, 'excel'));
-      let units = 0;
-      for (const s of sheets) if (s.part && s.kind === 'worksheet') units += await countSheetCells(zip, s.part);
-      return { pages: Math.max(1, sheets.length), units };
-    });
-  },
+      return withZip(path, async (zip) => {
+        const { sheets } = await readSheetList(zip, await requireOfficeKind(zip, 'excel'));
+        let units = 0;
+        for (const s of sheets) if (s.part && s.kind === 'worksheet') units += await countSheetCells(zip, s.part);
+        return { pages: Math.max(1, sheets.length), units };
+      });
+    },
 
-  async convert(path, _options, ctx) {
-    if (!(await isZip(path))) {
-      const records: string[][] = [];
-      for await (const batch of csvRecords(path, ctx.signal)) for (const r of batch) records.push(r);
-      const table = tableOrNote(trimRecords(records), '*(empty file)*');
-      ctx.progress(1, 1);
-      return { markdown: `${table}\n`, pages: [table], pageCount: 1, mime: 'text/csv' };
-    }
-    return withZip(path, async (zip) => {
-      const book = await readBook(zip, await requireOfficeKind(zip, 'excel'), ctx.signal);
-      if (book.sheets.length === 0) throw new ApiError('invalid_document', 'the workbook lists no sheets');
-      const pages: string[] = [];
-      for (const [i, sheet] of book.sheets.entries()) {
-        ctx.signal.throwIfAborted();
-        let body: string;
-        if (sheet.kind === 'chartsheet') body = '*(chart sheet)*';
-        else if (!sheet.part || sheet.kind !== 'worksheet') body = '*(empty sheet)*';
-        else body = tableOrNote(await readSheetGrid(zip, book, sheet.part, ctx.signal));
-        pages.push(`## ${sheet.name.replace(/\s+/g, ' ').trim()}\n\n${body}`);
-        ctx.progress(i + 1, book.sheets.length);
+    async convert(path, _options, ctx) {
+      if (!(await isZip(path))) {
+        const records: string[][] = [];
+        for await (const batch of csvRecords(path, ctx.signal)) for (const r of batch) records.push(r);
+        const table = tableOrNote(trimRecords(records), '*(empty file)*');
+        ctx.progress(1, 1);
+        return { markdown: `${table}\n`, pages: [table], pageCount: 1, mime: 'text/csv' };
       }
-      return { markdown: `${pages.join('\n\n')}\n`, pages, pageCount: pages.length, mime: XLSX_TYPES[0] };
-    });
-  },
-};
+      return withZip(path, async (zip) => {
+        const book = await readBook(zip, await requireOfficeKind(zip, 'excel'), ctx.signal);
+        if (book.sheets.length === 0) throw new ApiError('invalid_document', 'the workbook lists no sheets');
+        const budget = { left: limits.maxCells, limit: limits.maxCells };
+        const pages: string[] = [];
+        for (const [i, sheet] of book.sheets.entries()) {
+          ctx.signal.throwIfAborted();
+          pages.push(await sheetMarkdown(zip, book, sheet, budget, ctx.signal));
+          ctx.progress(i + 1, book.sheets.length);
+        }
+        return { markdown: `${pages.join('\n\n')}\n`, pages, pageCount: pages.length, mime: XLSX_TYPES[0] };
+      });
+    },
+  };
+}
+
+export const excelConverter: Converter = createExcelConverter();
