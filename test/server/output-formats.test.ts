@@ -31,11 +31,15 @@ t.test('the HTML output of a PDF keeps its page markers as HTML comments', async
   t.match(html, 'Page 2 body text');
 });
 
-t.test('raw HTML in Markdown is still escaped, a comment that is not a page marker too', async (t) => {
-  const res = await w.req('POST', '/v1/convert/markdown/html', { key: w.key, json: { markdown: '<!-- page 2 --><script>x</script>\n\n<!-- note -->' } });
+t.test('raw HTML in Markdown is still escaped; a comment alone on its line that cannot close early stays a comment', async (t) => {
+  const markdown = '<!-- page 2 --><script>x</script>\n\n<!-- hidden row 3 skipped -->\n\n<!-- a -- b -->\n\n<!-- x > y -->';
+  const res = await w.req('POST', '/v1/convert/markdown/html', { key: w.key, json: { markdown } });
   const html = output(await res.json() as Conv, 'html');
-  t.notMatch(html, '<script>');
-  t.match(html, '&lt;!-- note --&gt;');
+  t.notMatch(html, '<script>', 'a comment followed by a tag on its line is text');
+  t.match(html, '&lt;!-- page 2 --&gt;&lt;script&gt;');
+  t.match(html, '<!-- hidden row 3 skipped -->', 'a converter\'s note stays a comment');
+  t.match(html, '&lt;!-- a -- b --&gt;', 'a comment with -- inside is text');
+  t.match(html, '&lt;!-- x &gt; y --&gt;', 'and one with > inside');
 });
 
 t.test('Markdown to text keeps link targets unless the text is the address', async (t) => {

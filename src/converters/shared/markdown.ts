@@ -19,15 +19,17 @@ function safeHref(href: string): string | null {
   return ['http', 'https', 'mailto', 'tel', 'ftp'].includes(scheme[1]!) ? trimmed : null;
 }
 
-/** A page or slide marker as the converters write it, alone on its line. */
-const MARKER_RE = /^<!-- (page|Slide) \d{1,6} -->\n*$/;
+/** An HTML comment alone on its line that cannot end early or open a tag (no `--`, `<` or `>`
+ *  inside): the converters' page and slide markers and their notes (`<!-- hidden row 3 skipped
+ *  -->`). Anything else raw is escaped. */
+const MARKER_RE = /^<!--(?:(?!--)[^<>\n])*-->\n*$/;
 
 const marked = new Marked({
   gfm: true,
   breaks: false,
   renderer: {
     html({ text }: Tokens.HTML | Tokens.Tag): string {
-      // the converters' own page and slide markers stay comments (digits only: nothing to inject)
+      // the converters' own markers and notes stay comments (nothing in them can close one)
       if (MARKER_RE.test(text)) return text;
       return escapeHtml(text);
     },
