@@ -99,6 +99,8 @@ export class PoolExecutor implements Executor {
     let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
     let started = false;
+    /** Child process groups the task started and has not seen end (worker.ts watchChild). */
+    const children = new Set<number>();
     let ended!: () => void;
     const endSeen = new Promise<void>((resolve) => { ended = resolve; });
     port1.on('message', (m: PortMessage) => {
@@ -108,6 +110,10 @@ export class PoolExecutor implements Executor {
         timer = setTimeout(() => { timedOut = true; stop.abort(); }, this.taskTimeoutMs);
       } else if (m.type === 'progress') {
         onProgress(m.done, m.total);
+      } else if (m.type === 'child') {
+        children.add(m.pid);
+      } else if (m.type === 'child-ended') {
+        children.delete(m.pid);
       } else {
         ended();
       }
@@ -133,6 +139,8 @@ export class PoolExecutor implements Executor {
       if (started) this.running--;
       signal.removeEventListener('abort', onAbort);
       port1.close();
+      // A terminated thread could not stop what it started (a LibreOffice run): its groups go here.
+      killGroups(children);
       await rm(taskDir, { recursive: true, force: true });
     }
   }
@@ -199,6 +207,17 @@ export class PoolExecutor implements Executor {
   }
 }
 
+/** Kills child process groups by their leader's pid; a group already gone is no error. */
+function killGroups(pids: Iterable<number>): void {
+  for (const pid of pids) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // ended on its own meanwhile
+    }
+  }
+}
+
 function cancelled(): ApiError {
   return new ApiError('invalid_document', 'The conversion was cancelled.');
 }
@@ -211,7 +230,7 @@ function stripTestModule(task: PoolTask): Task {
 /** The error the thread threw, as the same class with the same code. */
 function revive(e: SerializedError): Error {
   const err = e.code !== undefined && e.code in ERRORS
-    ? new ApiError(e.code as ErrorCode, e.message, e.headers)
+    ? new ApiError(e.code as ErrorCode, e.message, e.headers, e.overrides)
     : Object.assign(new Error(e.message), { name: e.name });
   if (e.stack) err.stack = e.stack;
   return err;

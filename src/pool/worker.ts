@@ -15,7 +15,7 @@ import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ApiError } from '../errors.js';
+import { ApiError, type ProblemOverrides } from '../errors.js';
 import { peekFile, type RunResult } from '../converters/registry.js';
 import { countTask, runTask, type ExecutorSettings, type Task } from '../jobs/executor.js';
 import type { Count } from '../converters/types.js';
@@ -38,6 +38,9 @@ export interface CountRequest {
 export type PortMessage =
   | { type: 'start'; threadId: number }
   | { type: 'progress'; done: number; total: number }
+  /** A child process group the task started, and its end (ConvertContext.watchChild). */
+  | { type: 'child'; pid: number }
+  | { type: 'child-ended'; pid: number }
   | { type: 'end' };
 
 export interface SerializedError {
@@ -47,6 +50,7 @@ export interface SerializedError {
   /** Set when the thread threw an ApiError. */
   code?: string;
   headers?: Record<string, string>;
+  overrides?: ProblemOverrides;
 }
 
 export type WorkerReply = { ok: true; result: RunResult } | { ok: false; error: SerializedError };
@@ -97,7 +101,7 @@ const quietSignal = new AbortController().signal;
 
 function serialize(err: unknown): SerializedError {
   if (err instanceof ApiError) {
-    return { name: err.name, message: err.message, stack: err.stack, code: err.code, headers: err.headers };
+    return { name: err.name, message: err.message, stack: err.stack, code: err.code, headers: err.headers, overrides: err.overrides };
   }
   if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
   return { name: 'Error', message: String(err) };
@@ -121,10 +125,14 @@ export default async function handle(req: WorkerRequest | CountRequest): Promise
   const post = (m: PortMessage): void => port.postMessage(m);
   post({ type: 'start', threadId });
   const progress = (done: number, total: number): void => post({ type: 'progress', done, total });
+  const watchChild = (pid: number): (() => void) => {
+    post({ type: 'child', pid });
+    return () => post({ type: 'child-ended', pid });
+  };
   try {
     const result = req.testModule
       ? await runTestModule(req.testModule, task, progress)
-      : await runTask(task, await peekFile(task.path, task.name, task.mime), req.settings, quietSignal, progress);
+      : await runTask(task, await peekFile(task.path, task.name, task.mime), req.settings, quietSignal, progress, watchChild);
     return { ok: true, result };
   } catch (err) {
     return { ok: false, error: serialize(err) };
