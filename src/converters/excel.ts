@@ -12,6 +12,7 @@ import { countSheetCells, readSheetGrid } from './office/xlsx-sheet.js';
 import { checkTableSize, gfmTable, widestRow } from './shared/gfm-table.js';
 import { withZip } from './shared/zip-limits.js';
 import type { Converter, Count, Peek } from './types.js';
+import { withLegacyFormats } from './legacy/index.js';
 
 const XLSX_TYPES = [
   'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
@@ -55,7 +56,7 @@ function trimRecords(records: string[][]): string[][] {
   return rows.map((r) => keep.map((c) => r[c] ?? ''));
 }
 
-export const excelConverter: Converter = {
+const xlsxConverter: Converter = {
   kind: 'excel',
   mediaTypes: [...XLSX_TYPES, ...CSV_TYPES],
   extensions: [...XLSX_EXTENSIONS, '.csv'],
@@ -105,3 +106,6 @@ export const excelConverter: Converter = {
     });
   },
 };
+
+/** .xlsx and .csv, and .xls/.ods through their .xlsx twin (legacy/). */
+export const excelConverter = withLegacyFormats('excel', xlsxConverter);

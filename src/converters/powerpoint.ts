@@ -8,6 +8,7 @@ import { readSlide } from './office/pptx-slide.js';
 import { Templates } from './office/pptx-template.js';
 import { withZip, type ZipArchive } from './shared/zip-limits.js';
 import type { Converter } from './types.js';
+import { withLegacyFormats } from './legacy/index.js';
 
 const PPTX_TYPES = [
   'application/vnd.openxmlformats-officedocument.presentationml.presentation',
@@ -28,7 +29,7 @@ async function slideParts(zip: ZipArchive): Promise<string[]> {
   return parts;
 }
 
-export const powerpointConverter: Converter = {
+const pptxConverter: Converter = {
   kind: 'powerpoint',
   mediaTypes: PPTX_TYPES,
   extensions: PPTX_EXTENSIONS,
@@ -64,3 +65,6 @@ export const powerpointConverter: Converter = {
     });
   },
 };
+
+/** .pptx, and .ppt/.odp through their .pptx twin (legacy/). */
+export const powerpointConverter = withLegacyFormats('powerpoint', pptxConverter);

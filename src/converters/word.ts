@@ -12,6 +12,7 @@ import { scanPart } from './office/xml-scan.js';
 import { htmlToMarkdown } from './shared/html-to-md.js';
 import { DEFAULT_ZIP_LIMITS, withZip, type ZipArchive } from './shared/zip-limits.js';
 import type { Converter, Count } from './types.js';
+import { withLegacyFormats } from './legacy/index.js';
 
 const DOCX_TYPES = [
   'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
@@ -100,7 +101,7 @@ function noteDefinitions(notes: string[]): string {
     .join('\n');
 }
 
-export const wordConverter: Converter = {
+const docxConverter: Converter = {
   kind: 'word',
   mediaTypes: DOCX_TYPES,
   extensions: DOCX_EXTENSIONS,
@@ -151,3 +152,6 @@ export const wordConverter: Converter = {
     return { markdown: markdown.trim() === '' ? '' : `${markdown.trim()}\n`, pageCount, mime: DOCX_TYPES[0] };
   },
 };
+
+/** .docx, and .doc/.odt/.rtf through their .docx twin (legacy/). */
+export const wordConverter = withLegacyFormats('word', docxConverter);
