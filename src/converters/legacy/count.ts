@@ -200,7 +200,7 @@ const RTF_HIDDEN = new Set([
 ]);
 const RTF_ONE_CHAR = new Set(['par', 'line', 'tab', 'cell', 'emdash', 'endash', 'bullet', 'lquote', 'rquote', 'ldblquote', 'rdblquote']);
 
-async function rtfChars(file: string): Promise<number> {
+export async function rtfChars(file: string): Promise<number> {
   const fh = await open(file, 'r');
   try {
     const scanner = new RtfCounter();

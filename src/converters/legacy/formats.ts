@@ -3,7 +3,6 @@
 // stream its root holds (WordDocument, Workbook or Book, PowerPoint Document), an OpenDocument
 // package by its `mimetype` entry, RTF by `{\rtf`. `formatOfPeek` judges the first bytes only;
 // `formatOfFile` reads the whole compound directory when the first bytes did not reach it.
-import path from 'node:path';
 import { ApiError } from '../../errors.js';
 import type { Peek } from '../types.js';
 import { firstDirectoryOffset, isOle2, parseEntry, withOle2 } from './ole2.js';
@@ -91,25 +90,15 @@ export function formatOfPeek(bytes: Buffer): Sniffed {
   return formatOfStreams(names) ?? 'ole2';
 }
 
-/** True when the client's name or media type says this format (only ever a tie-breaker). */
-function claims(peek: Peek, format: LegacyFormat): boolean {
-  const ext = path.extname(peek.name ?? '').toLowerCase();
-  const mime = peek.mime?.split(';')[0]!.trim().toLowerCase();
-  return FORMATS[format].extensions.includes(ext) || (mime !== undefined && FORMATS[format].mediaTypes.includes(mime));
-}
-
 /**
  * Whether an Office endpoint of `kind` takes these bytes as one of its legacy formats: true for
- * a format of its kind; for a compound file whose first bytes do not show its streams, true
- * unless the name or type claims a format of another kind (the count, which reads the whole
- * directory, then decides).
+ * a format of its kind, and for a compound file whose first bytes do not reach its directory
+ * (the count, which reads the whole directory, then refuses one of another kind with a 415).
  */
 export function acceptsLegacy(peek: Peek, kind: OfficeKind): boolean {
   const sniffed = formatOfPeek(peek.bytes);
   if (sniffed === null) return false;
-  if (sniffed !== 'ole2') return FORMATS[sniffed].kind === kind;
-  const others = (['doc', 'xls', 'ppt'] as const).filter((f) => FORMATS[f].kind !== kind);
-  return !others.some((f) => claims(peek, f));
+  return sniffed === 'ole2' || FORMATS[sniffed].kind === kind;
 }
 
 /** The format of a file on disk, reading a compound file's whole directory; null for a file that

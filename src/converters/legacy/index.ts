@@ -9,7 +9,8 @@ import { open } from 'node:fs/promises';
 import { checkZip } from '../shared/zip-limits.js';
 import type { ConvertContext, Converter, Count, Peek } from '../types.js';
 import { countLegacy } from './count.js';
-import { FORMATS, FORMATS_OF, acceptsLegacy, formatOfFile, wrongKind, type LegacyFormat, type OfficeKind } from './formats.js';
+import { ApiError } from '../../errors.js';
+import { FORMATS, FORMATS_OF, acceptsLegacy, formatOfFile, formatOfPeek, wrongKind, type LegacyFormat, type OfficeKind } from './formats.js';
 import { requireEngine, toTwin } from './soffice.js';
 
 export { FORMATS, formatOfPeek, type LegacyFormat } from './formats.js';
@@ -28,10 +29,25 @@ async function head(file: string): Promise<Buffer> {
   }
 }
 
-/** The legacy format of a file sent to an endpoint of `kind`; null for the converter's own
- *  formats. 415 naming the right endpoint for a format of another kind. */
-async function legacyFormat(file: string, kind: OfficeKind): Promise<LegacyFormat | null> {
-  const format = await formatOfFile(file, await head(file));
+/** The binary format each kind's compound files are. */
+const OLE2_FORMAT: Record<OfficeKind, LegacyFormat> = { word: 'doc', excel: 'xls', powerpoint: 'ppt' };
+
+/**
+ * The legacy format of a file sent to an endpoint of `kind`; null for the converter's own
+ * formats. 415 naming the right endpoint for a format of another kind. `damagedToo`: a compound
+ * file whose directory cannot be read is taken as the format its first bytes (or the endpoint)
+ * suggest, so that pricing lets it through and its conversion fails that file alone.
+ */
+async function legacyFormat(file: string, kind: OfficeKind, damagedToo = false): Promise<LegacyFormat | null> {
+  const bytes = await head(file);
+  let format: LegacyFormat | null;
+  try {
+    format = await formatOfFile(file, bytes);
+  } catch (err) {
+    if (!damagedToo || !(err instanceof ApiError) || err.code !== 'invalid_document') throw err;
+    const sniffed = formatOfPeek(bytes);
+    format = sniffed === 'ole2' || sniffed === null ? OLE2_FORMAT[kind] : sniffed;
+  }
   if (format && FORMATS[format].kind !== kind) throw wrongKind(format, kind);
   return format;
 }
@@ -45,11 +61,12 @@ export function withLegacyFormats(kind: OfficeKind, conv: Converter): Converter 
     extensions: [...conv.extensions, ...formats.flatMap((f) => FORMATS[f].extensions)],
 
     accepts(peek: Peek): boolean {
-      return acceptsLegacy(peek, kind) || conv.accepts(peek);
+      // A legacy format by its bytes is never taken for OOXML, whatever its name says.
+      return formatOfPeek(peek.bytes) === null ? conv.accepts(peek) : acceptsLegacy(peek, kind);
     },
 
     async count(file, options): Promise<Count> {
-      const format = await legacyFormat(file, kind);
+      const format = await legacyFormat(file, kind, true);
       if (!format) return conv.count(file, options);
       // Estimate and submit both price here: a missing LibreOffice is a 503 before anything is reserved.
       await requireEngine(kind);
