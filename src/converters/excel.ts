@@ -3,6 +3,7 @@
 // cells their code (#DIV/0!), hyperlink cells a Markdown link; empty rows and columns are
 // dropped (merged cells: see office/xlsx-sheet.ts). A CSV is one table without a heading.
 // Pricing: pages = sheets, units = non-empty cells, counted without building any Markdown.
+// .xls and .ods arrive here as their .xlsx twin, made by LibreOffice (legacy/).
 import { open } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
 import { csvRecords } from './office/csv.js';

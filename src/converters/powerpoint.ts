@@ -3,6 +3,7 @@
 // reading order (text with bullet levels as nested lists, tables, chart titles and data,
 // SmartArt text, picture alt text), then the speaker notes under `### Notes:`. `pages` holds one
 // Markdown string per slide. Pricing: pages = units = slides listed in presentation.xml.
+// .ppt and .odp arrive here as their .pptx twin, made by LibreOffice (legacy/).
 import { acceptsOoxml, attr, findAll, readTree, readRels, requireOfficeKind } from './office/ooxml.js';
 import { readSlide } from './office/pptx-slide.js';
 import { Templates } from './office/pptx-template.js';

@@ -6,6 +6,7 @@ import { open } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
 import { cleanMarkdown, markdownToHtml, markdownToText } from './shared/markdown.js';
 import { markdownOf } from './markdown.js';
+import { formatOfPeek } from './legacy/formats.js';
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, ConverterKind, OutputFormat, Peek } from './types.js';
 
 const loaders: Record<ConverterKind, () => Promise<Converter>> = {
@@ -87,6 +88,12 @@ export async function sniff(kind: ConverterKind, peek: Peek): Promise<Converter>
 /** The 415 for a source sent to the wrong endpoint: it names the endpoint that takes the bytes,
  *  or says that none does. HTML and text come last: they take nearly any text. */
 async function mismatch(kind: ConverterKind, peek: Peek): Promise<ApiError> {
+  if (formatOfPeek(peek.bytes) === 'ole2') {
+    // Which of the three it is shows only further into the file: all three endpoints take it.
+    return new ApiError('input_format_mismatch', `"${peek.name}" is an Office 97–2003 file (.doc, .xls or .ppt), not ${LABELS[kind]}.`, {}, {
+      hint: 'Send it to /v1/convert/word, /v1/convert/excel or /v1/convert/powerpoint, whichever its kind is.',
+    });
+  }
   const order: ConverterKind[] = ['pdf', 'word', 'excel', 'powerpoint', 'image', 'html', 'text'];
   for (const other of order) {
     if (other === kind) continue;

@@ -5,6 +5,7 @@
 // are repeated down their rows (html-to-md repeats nothing, and would shift the columns);
 // footnotes and endnotes become Markdown footnotes `[^n]`, numbered in reading order; comments
 // are left out (mammoth's default). Pricing: pages of 3,000 characters of body text.
+// .doc, .odt and .rtf arrive here as their .docx twin, made by LibreOffice (legacy/).
 import { readFile, stat } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
 import { acceptsOoxml, decodeXml, requireOfficeKind } from './office/ooxml.js';
