@@ -141,7 +141,8 @@ export class PoolExecutor implements Executor {
       port1.close();
       // A terminated thread could not stop what it started (a LibreOffice run): its groups go here.
       killGroups(children);
-      await rm(taskDir, { recursive: true, force: true });
+      // A killed group may still be letting go of files in the folder for a moment.
+      await rm(taskDir, { recursive: true, force: true, maxRetries: children.size > 0 ? 5 : 0 });
     }
   }
 

@@ -1,8 +1,11 @@
 // Each legacy and open format converts through LibreOffice's OOXML twin with its known text and
 // its table, and is charged the twin's count, never more than it was priced at: the committed
 // fixtures (test/fixtures/build/legacy.ts) through the Word, Excel and PowerPoint converters.
-// One real soffice run per format.
+// And a document cannot make LibreOffice pull a file of the server into its text. One real
+// soffice run per case.
 import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { excelConverter } from '../../../src/converters/excel.js';
 import { powerpointConverter } from '../../../src/converters/powerpoint.js';
@@ -46,3 +49,17 @@ for (const c of CASES) {
     t.equal(result.units, priced.units, 'and here they are the same');
   });
 }
+
+t.test('an RTF field that includes a file of the server keeps its stored result, never the file', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-legacy-include-'));
+  const ctx = makeCtx();
+  t.teardown(() => { ctx.cleanup(); rmSync(dir, { recursive: true, force: true }); });
+  const secret = path.join(dir, 'secret.txt');
+  writeFileSync(secret, 'SERVER-SECRET-4711');
+  const rtf = path.join(dir, 'include.rtf');
+  writeFileSync(rtf, `{\\rtf1\\ansi\\pard Before.\\par {\\field{\\*\\fldinst INCLUDETEXT "${secret}"}{\\fldrslt stored result}}\\par After.\\par}`);
+  const result = await wordConverter.convert(rtf, { formats: ['markdown'] }, ctx);
+  t.match(result.markdown, 'Before.');
+  t.match(result.markdown, 'stored result');
+  t.notMatch(result.markdown, 'SERVER-SECRET');
+});
