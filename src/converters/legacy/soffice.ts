@@ -78,7 +78,8 @@ function unavailable(kind: OfficeKind, why: string): ApiError {
 
 let isolation: Promise<string[] | null> | undefined;
 
-/** The command that puts soffice in a network namespace of its own, or null where none can be made. */
+/** The command that puts soffice in a network namespace of its own, or null where none can be
+ *  made. A success is remembered for the process (or thread); a refusal is asked again next time. */
 function isolationPrefix(): Promise<string[] | null> {
   isolation ??= (async () => {
     const rootless = typeof process.getuid === 'function' && process.getuid() !== 0;
@@ -88,6 +89,7 @@ function isolationPrefix(): Promise<string[] | null> {
       p.on('error', () => resolve(false));
       p.on('exit', (code) => resolve(code === 0));
     });
+    if (!ok) isolation = undefined;
     return ok ? prefix : null;
   })();
   return isolation;
