@@ -6,7 +6,8 @@
 # - runtime: those node_modules plus the sources. The server runs its TypeScript through tsx,
 #   a production dependency, exactly as `npm start` does: nothing is compiled, so the SQL
 #   migrations and Lua scripts are read from src/ where they live.
-# Data (embedded database, blobs, bodies being received) lives in the /data volume.
+# Data (embedded database, blobs, bodies being received) lives in the /data volume. The runtime
+# stage adds LibreOffice for the legacy Office formats.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
@@ -28,6 +29,13 @@ COPY scripts/patch-postgres.mjs ./scripts/
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:20-bookworm-slim AS runtime
+# LibreOffice (headless, no X) converts .doc/.odt/.rtf, .xls/.ods and .ppt/.odp to their OOXML
+# twins (src/converters/legacy/). It runs in a network namespace of its own, which Docker's
+# default seccomp profile refuses: see README "Legacy and OpenDocument formats".
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui \
+ && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     PORT=8080 \
     HOST=0.0.0.0 \

@@ -114,18 +114,30 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
+/**
+ * What one error says differently from its code's entry above: a hint that names what to do in
+ * this case (the endpoint to send a file to, the package to install), and `retryable: false`
+ * where retrying cannot help (503 parser_unavailable for a parser that is not installed).
+ */
+export interface ProblemOverrides {
+  hint?: string;
+  retryable?: boolean;
+}
+
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   /** Extra response headers, such as Retry-After or Allow. */
   readonly headers: Record<string, string>;
+  readonly overrides: ProblemOverrides;
 
-  constructor(code: ErrorCode, detail?: string, headers: Record<string, string> = {}) {
+  constructor(code: ErrorCode, detail?: string, headers: Record<string, string> = {}, overrides: ProblemOverrides = {}) {
     super(detail ?? ERRORS[code].title);
     this.name = 'ApiError';
     this.code = code;
     this.status = ERRORS[code].status;
     this.headers = headers;
+    this.overrides = overrides;
   }
 }
 
@@ -142,8 +154,8 @@ export interface Problem {
   retryable: boolean;
 }
 
-export function problemOf(code: ErrorCode, detail: string, instance: string, requestId: string): Problem {
-  const spec: ErrorSpec = ERRORS[code];
+export function problemOf(code: ErrorCode, detail: string, instance: string, requestId: string, overrides: ProblemOverrides = {}): Problem {
+  const spec: ErrorSpec = { ...ERRORS[code], ...overrides };
   return {
     type: `https://docpipe.dev/errors/${code}`,
     title: spec.title,
@@ -162,7 +174,7 @@ export function problemOf(code: ErrorCode, detail: string, instance: string, req
 export function fileProblem(err: unknown, instance: string, requestId: string): Problem {
   // A message may quote the document's bytes; Postgres jsonb cannot store U+0000.
   const clean = (m: string): string => m.replace(/\u0000/g, '\uFFFD');
-  if (err instanceof ApiError) return problemOf(err.code, clean(err.message), instance, requestId);
+  if (err instanceof ApiError) return problemOf(err.code, clean(err.message), instance, requestId, err.overrides);
   if (isDiskFull(err)) return problemOf('service_unavailable', DISK_FULL, instance, requestId);
   return problemOf('invalid_document', clean(err instanceof Error ? err.message : String(err)), instance, requestId);
 }
@@ -215,11 +227,13 @@ export interface SerializedError {
   /** An ApiError's code, or a system/driver error's (ECONNREFUSED, CONNECTION_CLOSED, …). */
   code?: string;
   headers?: Record<string, string>;
+  /** An ApiError's own hint or retryable flag. */
+  overrides?: ProblemOverrides;
 }
 
 export function serializeError(err: unknown): SerializedError {
   if (err instanceof ApiError) {
-    return { name: err.name, message: err.message, stack: err.stack, code: err.code, headers: err.headers };
+    return { name: err.name, message: err.message, stack: err.stack, code: err.code, headers: err.headers, overrides: err.overrides };
   }
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code;
@@ -231,7 +245,7 @@ export function serializeError(err: unknown): SerializedError {
 /** The error serializeError described: an ApiError again, or an Error with its code. */
 export function reviveError(e: SerializedError): Error {
   const err = e.code !== undefined && e.code in ERRORS
-    ? new ApiError(e.code as ErrorCode, e.message, e.headers)
+    ? new ApiError(e.code as ErrorCode, e.message, e.headers, e.overrides)
     : Object.assign(new Error(e.message), { name: e.name }, e.code !== undefined ? { code: e.code } : {});
   if (e.stack) err.stack = e.stack;
   return err;

@@ -6,6 +6,7 @@
 // a note. A CSV is one table without a heading, empty rows and columns dropped.
 // Pricing: pages = sheets, units = non-empty cells (hidden and cut ones included), counted
 // without building any Markdown.
+// .xls and .ods arrive here as their .xlsx twin, made by LibreOffice (legacy/).
 import { open } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
 import { csvRecords } from './office/csv.js';
@@ -16,6 +17,7 @@ import { countSheetCells } from './office/xlsx-sheet.js';
 import { checkTableSize, gfmTable, widestRow } from './shared/gfm-table.js';
 import { withZip } from './shared/zip-limits.js';
 import type { Converter, Count, Peek } from './types.js';
+import { withLegacyFormats } from './legacy/index.js';
 
 const XLSX_TYPES = [
   'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
@@ -117,4 +119,5 @@ export function createExcelConverter(limits: ExcelLimits = { maxCells: MAX_BOOK_
   };
 }
 
-export const excelConverter: Converter = createExcelConverter();
+/** .xlsx and .csv, and .xls/.ods through their .xlsx twin (legacy/). */
+export const excelConverter: Converter = withLegacyFormats('excel', createExcelConverter());

@@ -3,11 +3,13 @@
 // reading order (text with bullet levels as nested lists, tables, chart titles and data,
 // SmartArt text, picture alt text), then the speaker notes under `### Notes:`. `pages` holds one
 // Markdown string per slide. Pricing: pages = units = slides listed in presentation.xml.
+// .ppt and .odp arrive here as their .pptx twin, made by LibreOffice (legacy/).
 import { acceptsOoxml, attr, findAll, readTree, readRels, requireOfficeKind } from './office/ooxml.js';
 import { readSlide } from './office/pptx-slide.js';
 import { Templates } from './office/pptx-template.js';
 import { withZip, type ZipArchive } from './shared/zip-limits.js';
 import type { Converter } from './types.js';
+import { withLegacyFormats } from './legacy/index.js';
 
 const PPTX_TYPES = [
   'application/vnd.openxmlformats-officedocument.presentationml.presentation',
@@ -28,7 +30,7 @@ async function slideParts(zip: ZipArchive): Promise<string[]> {
   return parts;
 }
 
-export const powerpointConverter: Converter = {
+const pptxConverter: Converter = {
   kind: 'powerpoint',
   mediaTypes: PPTX_TYPES,
   extensions: PPTX_EXTENSIONS,
@@ -64,3 +66,6 @@ export const powerpointConverter: Converter = {
     });
   },
 };
+
+/** .pptx, and .ppt/.odp through their .pptx twin (legacy/). */
+export const powerpointConverter = withLegacyFormats('powerpoint', pptxConverter);

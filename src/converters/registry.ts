@@ -6,6 +6,7 @@ import { open } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
 import { cleanMarkdown, markdownToHtml, markdownToText } from './shared/markdown.js';
 import { markdownOf } from './markdown.js';
+import { formatOfPeek } from './legacy/formats.js';
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, ConverterKind, OutputFormat, Peek } from './types.js';
 
 const loaders: Record<ConverterKind, () => Promise<Converter>> = {
@@ -30,8 +31,8 @@ export const ENDPOINTS: Record<ConverterKind, string> = {
 };
 
 export const LABELS: Record<ConverterKind, string> = {
-  'pdf': 'a PDF', 'image': 'an image', 'word': 'a Word document (.docx)', 'excel': 'a spreadsheet (.xlsx or .csv)',
-  'powerpoint': 'a PowerPoint deck (.pptx)', 'html': 'an HTML document', 'url': 'a URL', 'text': 'a text file',
+  'pdf': 'a PDF', 'image': 'an image', 'word': 'a Word document (.docx, .doc, .odt or .rtf)',
+  'excel': 'a spreadsheet (.xlsx, .xls, .ods or .csv)', 'powerpoint': 'a presentation (.pptx, .ppt or .odp)', 'html': 'an HTML document', 'url': 'a URL', 'text': 'a text file',
   'markdown-html': 'a Markdown file', 'markdown-text': 'a Markdown file',
 };
 
@@ -80,10 +81,32 @@ export async function peekFile(path: string, name: string, mime?: string): Promi
 /** Refuses with 415 a source whose bytes are not what the endpoint converts. */
 export async function sniff(kind: ConverterKind, peek: Peek): Promise<Converter> {
   const conv = await converterFor(kind);
-  if (!conv.accepts(peek)) {
-    throw new ApiError('input_format_mismatch', `"${peek.name}" is not ${LABELS[kind]}: send it to the endpoint of its kind.`);
-  }
+  if (!conv.accepts(peek)) throw await mismatch(kind, peek);
   return conv;
+}
+
+/** The 415 for a source sent to the wrong endpoint: it names the endpoint that takes the bytes,
+ *  or says that none does. HTML and text come last: they take nearly any text. */
+async function mismatch(kind: ConverterKind, peek: Peek): Promise<ApiError> {
+  if (formatOfPeek(peek.bytes) === 'ole2') {
+    // Which of the three it is shows only further into the file: all three endpoints take it.
+    return new ApiError('input_format_mismatch', `"${peek.name}" is an Office 97–2003 file (.doc, .xls or .ppt), not ${LABELS[kind]}.`, {}, {
+      hint: 'Send it to /v1/convert/word, /v1/convert/excel or /v1/convert/powerpoint, whichever its kind is.',
+    });
+  }
+  const order: ConverterKind[] = ['pdf', 'word', 'excel', 'powerpoint', 'image', 'html', 'text'];
+  for (const other of order) {
+    if (other === kind) continue;
+    const conv = await converterFor(other).catch(() => undefined);
+    if (!conv?.accepts(peek)) continue;
+    const to = `/v1/convert/${ENDPOINTS[other]}`;
+    return new ApiError('input_format_mismatch', `"${peek.name}" is ${LABELS[other]}, not ${LABELS[kind]}: send it to ${to}.`, {}, {
+      hint: `Send this file to ${to}.`,
+    });
+  }
+  return new ApiError('input_format_mismatch', `"${peek.name}" is not ${LABELS[kind]}, and no endpoint converts what it is.`, {}, {
+    hint: 'See the README for the formats each endpoint converts.',
+  });
 }
 
 /** The converter (other than URL) whose media types include `mime`, or whose magic bytes fit. */
@@ -110,6 +133,8 @@ export interface Output {
 export interface RunResult {
   outputs: Output[];
   pageCount: number;
+  /** ConvertResult.units: the priced units converted, when the converter knows them exactly. */
+  units?: number;
   variant: 'standard' | 'ai_enhanced';
 }
 
@@ -131,7 +156,7 @@ export function printable(err: unknown): unknown {
   const clean = err.message.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\uFFFD');
   if (clean === err.message) return err;
   if (err instanceof ApiError) {
-    const copy = new ApiError(err.code, clean, err.headers);
+    const copy = new ApiError(err.code, clean, err.headers, err.overrides);
     copy.stack = err.stack;
     return copy;
   }
@@ -181,5 +206,5 @@ function outputsOf(kind: ConverterKind, result: ConvertResult, options: ConvertO
       : format === 'html' ? markdownToHtml(markdown)
       : JSON.stringify((result.pages ?? [markdown]).map((p) => p.replace(/\u0000/g, '\uFFFD')).map((p) => (isRender(kind) ? p : cleanMarkdown(p)))),
   }));
-  return { outputs, pageCount: result.pageCount, variant: result.variant ?? 'standard' };
+  return { outputs, pageCount: result.pageCount, units: result.units, variant: result.variant ?? 'standard' };
 }

@@ -72,6 +72,11 @@ export interface ConvertContext {
   allowPrivateNetwork: boolean;
   /** Optional OpenAI-compatible vision endpoint (AI_BASE_URL/AI_API_KEY/AI_MODEL). */
   ai?: { baseUrl: string; apiKey?: string; model: string };
+  /** Tells the executor of a child process group the task started (the pid of its leader), so
+   *  that a task stopped from outside (a pool thread terminated on time-out or cancel, which no
+   *  signal reaches) takes the group down with it. Call the returned function once the group has
+   *  ended. Absent where `signal` reaches the task (in-thread runs). */
+  watchChild?(pid: number): () => void;
   /** Convert another file through the registry (the URL converter dispatches with it). */
   convertFile(path: string, peek: Peek, options: ConvertOptions): Promise<ConvertResult>;
 }
@@ -83,6 +88,9 @@ export interface ConvertResult {
   pages?: string[];
   /** Pages actually converted. */
   pageCount: number;
+  /** The priced units of what was actually converted, when the converter learnt them exactly while
+   *  converting (a legacy file: its OOXML twin's count); the charge is then never above them. */
+  units?: number;
   /** `ai_enhanced` when a vision model contributed. */
   variant?: 'standard' | 'ai_enhanced';
   /** The media type of what was converted (URL: the fetched document's). */

@@ -5,6 +5,7 @@
 // are repeated down their rows (html-to-md repeats nothing, and would shift the columns);
 // footnotes and endnotes become Markdown footnotes `[^n]`, numbered in reading order; comments
 // are left out (mammoth's default). Pricing: pages of 3,000 characters of body text.
+// .doc, .odt and .rtf arrive here as their .docx twin, made by LibreOffice (legacy/).
 import { readFile, stat } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
 import { acceptsOoxml, decodeXml, requireOfficeKind } from './office/ooxml.js';
@@ -12,6 +13,7 @@ import { scanPart } from './office/xml-scan.js';
 import { htmlToMarkdown } from './shared/html-to-md.js';
 import { DEFAULT_ZIP_LIMITS, withZip, type ZipArchive } from './shared/zip-limits.js';
 import type { Converter, Count } from './types.js';
+import { withLegacyFormats } from './legacy/index.js';
 
 const DOCX_TYPES = [
   'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
@@ -100,7 +102,7 @@ function noteDefinitions(notes: string[]): string {
     .join('\n');
 }
 
-export const wordConverter: Converter = {
+const docxConverter: Converter = {
   kind: 'word',
   mediaTypes: DOCX_TYPES,
   extensions: DOCX_EXTENSIONS,
@@ -151,3 +153,6 @@ export const wordConverter: Converter = {
     return { markdown: markdown.trim() === '' ? '' : `${markdown.trim()}\n`, pageCount, mime: DOCX_TYPES[0] };
   },
 };
+
+/** .docx, and .doc/.odt/.rtf through their .docx twin (legacy/). */
+export const wordConverter = withLegacyFormats('word', docxConverter);

@@ -39,13 +39,14 @@ export interface Executor {
 }
 
 export async function runTask(task: Task, peek: Peek, settings: ExecutorSettings, signal: AbortSignal,
-  onProgress: (done: number, total: number) => void): Promise<RunResult> {
+  onProgress: (done: number, total: number) => void, watchChild?: (pid: number) => () => void): Promise<RunResult> {
   // Markdown renders read their one file and write nothing: no scratch directory to make and
   // remove on the cheap path. Every other conversion gets its own.
   const scratch = isRender(task.kind) ? undefined : await mkdtemp(path.join(settings.tmpDir, 'task_'));
   try {
     return await runConversion(task.kind, task.path, peek, task.options, {
       signal, tmpDir: scratch ?? settings.tmpDir, progress: onProgress, allowPrivateNetwork: settings.allowPrivateNetwork, ai: settings.ai,
+      watchChild,
     });
   } finally {
     if (scratch) await rm(scratch, { recursive: true, force: true });

@@ -93,7 +93,7 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
     const index = Math.floor(Number(c.position) / 8);
     const out = await outputFiles(ctx, conv.accountId, source, index, result);
     staged = out.staged;
-    const credits = chargeFor(kind, fetched?.kind, result.pageCount, options, source.credits);
+    const credits = chargeFor(kind, fetched?.kind, result.pageCount, options, source.credits, result.units);
     status = await record({ outputs: out.files, pages: result.pageCount, credits });
   } catch (err) {
     if (!converting && isDependencyDown(err)) {
@@ -135,13 +135,20 @@ export async function recording<T>(signal: AbortSignal, write: () => Promise<T>,
 
 /**
  * What a converted source costs: the price reserved for it, except that a PDF (sent, or fetched
- * from a URL) costs the pages the converter processed, never more than was reserved.
+ * from a URL) costs the pages the converter processed, and a source whose converter counted
+ * what it converted (`units`: a legacy file's OOXML twin) costs that count; never more than
+ * was reserved.
  */
 function chargeFor(kind: ConverterKind, fetchedKind: ConverterKind | undefined, pageCount: number,
-  options: ConvertOptions, reserved: number): number {
+  options: ConvertOptions, reserved: number, units?: number): number {
   const pages: Count = { pages: pageCount, units: pageCount };
   if (kind === 'pdf') return Math.min(reserved, priceSource('pdf', pages, options));
   if (kind === 'url' && fetchedKind === 'pdf') return Math.min(reserved, priceSource('url', pages, options, { kind: 'pdf', count: pages }));
+  if (units !== undefined) {
+    const counted: Count = { pages: pageCount, units };
+    const price = kind === 'url' && fetchedKind ? priceSource('url', counted, options, { kind: fetchedKind, count: counted }) : priceSource(kind, counted, options);
+    return Math.min(reserved, price);
+  }
   return reserved;
 }
 

@@ -99,6 +99,8 @@ export class PoolExecutor implements Executor {
     let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
     let started = false;
+    /** Child process groups the task started and has not seen end (worker.ts watchChild). */
+    const children = new Set<number>();
     let ended!: () => void;
     const endSeen = new Promise<void>((resolve) => { ended = resolve; });
     port1.on('message', (m: PortMessage) => {
@@ -108,6 +110,10 @@ export class PoolExecutor implements Executor {
         timer = setTimeout(() => { timedOut = true; stop.abort(); }, this.taskTimeoutMs);
       } else if (m.type === 'progress') {
         onProgress(m.done, m.total);
+      } else if (m.type === 'child') {
+        children.add(m.pid);
+      } else if (m.type === 'child-ended') {
+        children.delete(m.pid);
       } else {
         ended();
       }
@@ -133,7 +139,10 @@ export class PoolExecutor implements Executor {
       if (started) this.running--;
       signal.removeEventListener('abort', onAbort);
       port1.close();
-      await rm(taskDir, { recursive: true, force: true });
+      // A terminated thread could not stop what it started (a LibreOffice run): its groups go here.
+      killGroups(children);
+      // A killed group may still be letting go of files in the folder for a moment.
+      await rm(taskDir, { recursive: true, force: true, maxRetries: children.size > 0 ? 5 : 0 });
     }
   }
 
@@ -196,6 +205,17 @@ export class PoolExecutor implements Executor {
       return new ApiError('invalid_document', `The conversion stopped unexpectedly (${e.message})`);
     }
     return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+/** Kills child process groups by their leader's pid; a group already gone is no error. */
+function killGroups(pids: Iterable<number>): void {
+  for (const pid of pids) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // ended on its own meanwhile
+    }
   }
 }
 

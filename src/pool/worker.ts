@@ -38,6 +38,9 @@ export interface CountRequest {
 export type PortMessage =
   | { type: 'start'; threadId: number }
   | { type: 'progress'; done: number; total: number }
+  /** A child process group the task started, and its end (ConvertContext.watchChild). */
+  | { type: 'child'; pid: number }
+  | { type: 'child-ended'; pid: number }
   | { type: 'end' };
 
 
@@ -105,10 +108,14 @@ export default async function handle(req: WorkerRequest | CountRequest): Promise
   const post = (m: PortMessage): void => port.postMessage(m);
   post({ type: 'start', threadId });
   const progress = (done: number, total: number): void => post({ type: 'progress', done, total });
+  const watchChild = (pid: number): (() => void) => {
+    post({ type: 'child', pid });
+    return () => post({ type: 'child-ended', pid });
+  };
   try {
     const result = req.testModule
       ? await runTestModule(req.testModule, task, progress)
-      : await runTask(task, await peekFile(task.path, task.name, task.mime), req.settings, quietSignal, progress);
+      : await runTask(task, await peekFile(task.path, task.name, task.mime), req.settings, quietSignal, progress, watchChild);
     return { ok: true, result };
   } catch (err) {
     return { ok: false, error: serialize(err) };

@@ -6,7 +6,7 @@
 // - `finish` runs the request's clean-ups (temp files) exactly once, whatever path ends it.
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { randomBytesPooled } from '../store/ids.js';
-import { ApiError, DISK_FULL, isDependencyDown, isDiskFull, problemOf, type ErrorCode } from '../errors.js';
+import { ApiError, DISK_FULL, isDependencyDown, isDiskFull, problemOf, type ErrorCode, type ProblemOverrides } from '../errors.js';
 import type { Principal } from './auth.js';
 import { BodyReader } from './body.js';
 
@@ -152,8 +152,9 @@ export function sendJson(ctx: Ctx, status: number, body: unknown, headers: Recor
   reply(ctx, status, JSON.stringify(body), 'application/json', headers);
 }
 
-export function sendProblem(ctx: Ctx, code: ErrorCode, detail: string, headers: Record<string, string> = {}, close = false): void {
-  const problem = problemOf(code, detail, ctx.path, ctx.requestId);
+export function sendProblem(ctx: Ctx, code: ErrorCode, detail: string, headers: Record<string, string> = {}, close = false,
+  overrides: ProblemOverrides = {}): void {
+  const problem = problemOf(code, detail, ctx.path, ctx.requestId, overrides);
   reply(ctx, problem.status, JSON.stringify(problem), 'application/problem+json', headers, close);
 }
 
@@ -161,7 +162,7 @@ export function sendProblem(ctx: Ctx, code: ErrorCode, detail: string, headers: 
  *  disk as 503 service_unavailable (retryable), anything else as a 500. */
 export function sendError(ctx: Ctx, err: unknown, log?: (err: unknown) => void): void {
   if (err instanceof ApiError) {
-    sendProblem(ctx, err.code, err.message, err.headers, err.status === 413);
+    sendProblem(ctx, err.code, err.message, err.headers, err.status === 413, err.overrides);
     return;
   }
   if (isDiskFull(err)) {
