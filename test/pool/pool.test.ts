@@ -120,16 +120,17 @@ t.test('aborting the caller\'s signal cancels a running task', async (t) => {
 
 t.test('queued() counts waiting tasks, saturated() turns on at the high-water mark', async (t) => {
   t.equal((await bothThreads()).size, 2, 'both threads are up');
-  const slow = () => pool.run(stub('counter', '{"sleepMs":600}'), live());
+  // Long enough that the queue is still there when it is read, however loaded the machine.
+  const slow = () => pool.run(stub('counter', '{"sleepMs":4000}'), live());
   const running = [slow(), slow()];
-  for (let i = 0; i < 100 && pool.busy() < 2; i++) await sleep(20);
+  for (let i = 0; i < 500 && pool.busy() < 2; i++) await sleep(20);
   t.equal(pool.busy(), 2);
   t.equal(pool.utilisation(), 1);
   t.equal(pool.queued(), 0);
   t.notOk(pool.saturated());
   const dropped = new AbortController();
   const waiting = [slow(), pool.run(stub('counter'), dropped.signal)];
-  for (let i = 0; i < 100 && pool.queued() < 2; i++) await sleep(10); // run() makes a scratch directory first
+  for (let i = 0; i < 500 && pool.queued() < 2; i++) await sleep(10); // run() makes a scratch directory first
   t.equal(pool.queued(), 2);
   t.ok(pool.saturated());
   dropped.abort();
