@@ -96,7 +96,8 @@ t.test(`hostile clients (${MODES[0]})`, async (t) => {
       // Not the send timeout (10 s without progress): its next request arrived while an answer waited.
       const after = performance.now() - started;
       t.notOk(holdsConnection(port, s.localPort!), 'the server let go of it');
-      t.ok(after < 5000, `at once, not after a timeout: ${Math.round(after)} ms`);
+      // the only other way it would go is uWS's 10 s send timeout: anything under it is this cut
+      t.ok(after < 9_000, `before the 10 s send timeout could cut it: ${Math.round(after)} ms`);
       // Reading now drains what the kernel had taken, then the end of the stream.
       let data = '';
       s.on('data', (d: Buffer) => { data += d.toString('latin1'); });
