@@ -2,8 +2,9 @@
 // content in reading order — by position, top to bottom, then left to right within a band —
 // with group shapes kept together. Footer, date and slide-number placeholders are left out.
 import type { ZipArchive } from '../shared/zip-limits.js';
+import { chartMarkdown } from './chart.js';
 import { attr, child, kids, localName, readTree, pathOf, readRels, tagOf, type Rel, type XNode } from './ooxml.js';
-import { chartMarkdown, diagramMarkdown, pictureMarkdown, tableMarkdown } from './pptx-graphics.js';
+import { diagramMarkdown, pictureMarkdown, tableMarkdown } from './pptx-graphics.js';
 import { bulletFor, inheritedOffset, offsetOf, placeholderOf, type Templates } from './pptx-template.js';
 import { escapeMd, plainText, textBodyMarkdown } from './pptx-text.js';
 
