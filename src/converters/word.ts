@@ -49,10 +49,8 @@ function charsOf(xml: string): number {
 
 const pagesOf = (chars: number): number => Math.max(1, Math.ceil(chars / CHARS_PER_PAGE));
 
-const NOTE_TOKEN = (n: number): string => `DOCPIPENOTE${n}X`;
-
-/** Moves mammoth's note list out of the HTML: references become tokens, bodies definitions. */
-function extractNotes(html: string): { html: string; notes: string[] } {
+/** Moves mammoth's note list out of the HTML: references become `<stem>N<n>X` words, bodies definitions. */
+function extractNotes(html: string, stem: string): { html: string; notes: string[] } {
   const start = html.search(/<ol><li id="(?:footnote|endnote)-/);
   if (start < 0) return { html, notes: [] };
   const bodies = new Map<string, string>();
@@ -66,7 +64,7 @@ function extractNotes(html: string): { html: string; notes: string[] } {
       const text = bodies.get(id);
       if (text === undefined) return '';
       notes.push(text);
-      return NOTE_TOKEN(notes.length);
+      return `${stem}N${notes.length}X`;
     },
   );
   return { html: body, notes };
@@ -120,10 +118,12 @@ async function readCharts(zip: ZipArchive, slots: Placeholders): Promise<Map<num
   return charts;
 }
 
-/** A chart inside a table cell: its title and rows as lines of the cell. */
+/** A chart inside a table cell: its title, its series names, then a `category: values` line per row. */
 function chartInCell(chart: ChartData): string {
   const lines = [chart.title ? `**Chart: ${escapeMd(chart.title)}**` : '**Chart**'];
-  for (const row of chart.rows) lines.push(row.map((c) => escapeMd(c)).join('; ').trim());
+  const [header, ...rows] = chart.rows;
+  if (header) lines.push(header.slice(1).map(escapeMd).join('; '));
+  for (const [cat, ...values] of rows) lines.push(`${cat ? `${escapeMd(cat)}: ` : ''}${values.map(escapeMd).join('; ')}`);
   return lines.join('<br>').replace(/\|/g, '\\|');
 }
 
@@ -193,8 +193,8 @@ export const wordConverter: Converter = {
       }
       ctx.signal.throwIfAborted();
       const charts = await readCharts(zip, slots);
-      const { html: body, notes } = extractNotes(html);
-      let markdown = htmlToMarkdown(body).replace(/DOCPIPENOTE(\d+)X/g, '[^$1]');
+      const { html: body, notes } = extractNotes(html, slots.stem);
+      let markdown = htmlToMarkdown(body).replace(new RegExp(`${slots.stem}N(\\d+)X`, 'g'), '[^$1]');
       if (notes.length > 0) markdown += `\n\n${noteDefinitions(notes)}`;
       markdown = fillPlaceholders(markdown, slots, charts).trim();
       ctx.progress(1, 1);

@@ -64,6 +64,8 @@ function bare(s: string): boolean {
   return s.startsWith('\\left') && s.indexOf('\\left', 1) < 0 && /\\right(?:\\?[^A-Za-z\s]|\\[A-Za-z]+)$/.test(s);
 }
 const base = (s: string): string => (s === '' ? '{}' : bare(s) ? s : `{${s}}`);
+/** One character or one command: what a narrow accent fits over. */
+const single = (s: string): boolean => /^(?:[^\s\\{}^_&]|\\[A-Za-z]+)$/u.test(s);
 
 const MATRIX_ENV: Record<string, string> = { '()': 'pmatrix', '[]': 'bmatrix', '{}': 'Bmatrix', '||': 'vmatrix', '‖‖': 'Vmatrix' };
 
@@ -171,7 +173,7 @@ function convert(n: XNode, ctx: Ctx, depth: number): string {
       const e = arg(n, 'e', ctx, depth);
       const cmd = accentCommand(chr);
       if (!cmd) return `\\overset{${mathText(chr)}}{${e}}`;
-      return `\\${(cmd === 'hat' || cmd === 'tilde') && !bare(e) ? `wide${cmd}` : cmd}{${e}}`;
+      return `\\${(cmd === 'hat' || cmd === 'tilde') && !single(e) ? `wide${cmd}` : cmd}{${e}}`;
     }
     case 'bar':
       return prop(part(n, 'barPr'), 'pos') === 'top' ? `\\overline{${arg(n, 'e', ctx, depth)}}` : `\\underline{${arg(n, 'e', ctx, depth)}}`;
