@@ -10,12 +10,12 @@
 // - VML shapes mammoth skips (ovals, arcs, lines…) are read as rectangles, keeping their text;
 // - a row's w:gridBefore/w:gridAfter becomes an empty cell of that width, so cells stay in
 //   their grid columns.
-// One pass over the part's tags, each byte copied at most once per enclosing drawing or
-// alternate content (nesting capped), so the work is linear in the part's length.
+// One pass over the part's tags (an equation's tree is built during that pass, not parsed
+// again), each byte copied at most once per enclosing drawing or alternate content (nesting
+// capped), so the work is linear in the part's length.
 import { randomBytes } from 'node:crypto';
 import { mathMarkdown } from './omml.js';
-import { parseXml } from './ooxml.js';
-import { mathText } from './omml-symbols.js';
+import type { XNode } from './ooxml.js';
 
 export type Slot = { kind: 'math'; markdown: string } | { kind: 'chart'; part: string; rid: string };
 
@@ -51,27 +51,36 @@ interface Frame {
   /** The element's qualified name; elements of the same name opened inside it are counted in depth. */
   name: string;
   depth: number;
+  /** What the frame's content has become so far, and where in the source the rest of it starts:
+   *  source is copied in slices, at edits only, not tag by tag. */
   out: string[];
-  /** math: where its opening tag starts in the source. */
-  start: number;
+  from: number;
+  /** math: the equation's tree as it is read (ooxml.ts's shape), and the open elements' children. */
+  tree?: XNode;
+  open?: XNode[][];
   /** drawing: the chart's relationship id, and the text boxes taken out of it. */
   chart?: string;
   boxes?: string[];
-  /** alt: its opening tag, the attributes of its first choice, and where the content of that
-   *  choice and of its fallback sit in `out`. */
-  open?: string;
-  choiceTag?: string;
+  /** alt: the attributes of its first choice, and where the content of that choice and of its
+   *  fallback sit in `out`. */
+  choiceAttrs?: string;
   choice?: [number, number];
   fallback?: [number, number];
 }
 
-const attrOf = (attrs: string, name: string): string | undefined => new RegExp(`(?:^|\\s)(?:[\\w.-]+:)?${name}="([^"]*)"`).exec(attrs)?.[1];
+const ATTR = /([\w.:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')/g;
+const ID_ATTR = /(?:^|\s)(?:[\w.-]+:)?id="([^"]*)"/;
+const VAL_ATTR = /(?:^|\s)(?:[\w.-]+:)?val="([^"]*)"/;
 
-/** The part's equations as plain text when their XML cannot be read as a tree. */
-function mathFallback(fragment: string, display: boolean): string {
-  const text = mathText(fragment.replace(/<[^>]*>/g, '').replace(/&(lt|gt|amp|quot|apos);/g, (_, e: string) => ({ lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" })[e]!)).trim();
-  if (!text) return '';
-  return display ? `$$${text}$$` : `$${text}$`;
+/** An element node as ooxml.ts's trees have it; attribute values stay raw (decoded on access). */
+function element(name: string, attrs: string): XNode {
+  const node: XNode = { [name]: [] };
+  if (attrs.includes('=')) {
+    const a: Record<string, string> = {};
+    for (const m of attrs.matchAll(ATTR)) a[m[1]!] = m[2] ?? m[3] ?? '';
+    node[':@'] = a;
+  }
+  return node;
 }
 
 export function preparePart(xml: string, partName: string, slots: Placeholders): string {
@@ -79,36 +88,40 @@ export function preparePart(xml: string, partName: string, slots: Placeholders):
   const head = xml.slice(0, 64 * 1024);
   const nsMatch = WORD_NS.exec(head);
   const w = nsMatch ? (nsMatch[1] ? `${nsMatch[1]}:` : '') : 'w:';
-  const v = VML_NS.exec(head)?.[1];
+  const vml = VML_NS.exec(head)?.[1];
+  const W = {
+    drawing: `${w}drawing`, txbx: `${w}txbxContent`, tr: `${w}tr`, trPr: `${w}trPr`,
+    gridBefore: `${w}gridBefore`, gridAfter: `${w}gridAfter`,
+  };
   const run = (text: string): string => `<${w}r><${w}t>${text}</${w}t></${w}r>`;
   const emptyCell = (span: number): string =>
     `<${w}tc><${w}tcPr><${w}gridSpan ${w}val="${Math.min(span, MAX_GRID_SPAN)}"/></${w}tcPr><${w}p/></${w}tc>`;
 
-  const frames: Frame[] = [{ kind: 'root', name: '', depth: 0, out: [], start: 0 }];
+  const frames: Frame[] = [{ kind: 'root', name: '', depth: 0, out: [], from: 0 }];
   const rows: Array<{ before: number; after: number }> = [];
   const top = (): Frame => frames[frames.length - 1]!;
   const nearest = (kind: Kind): Frame | undefined => {
     for (let i = frames.length - 1; i > 0; i--) if (frames[i]!.kind === kind) return frames[i];
     return undefined;
   };
-
+  /** Copies the frame's source up to `at` into its output. */
+  const copy = (frame: Frame, at: number): void => {
+    if (at > frame.from) frame.out.push(xml.slice(frame.from, at));
+    frame.from = at;
+  };
+  /** Ends a frame whose source ends at `end`: its parent gets what it became. */
   const close = (frame: Frame, end: number): void => {
     const parent = top();
+    parent.from = end;
     switch (frame.kind) {
       case 'math': {
-        const fragment = xml.slice(frame.start, end);
-        const display = frame.name.endsWith('oMathPara');
-        let markdown: string;
-        try {
-          markdown = mathMarkdown(parseXml(fragment).find((n) => !('#text' in n)) ?? {});
-        } catch {
-          markdown = mathFallback(fragment, display);
-        }
+        const markdown = mathMarkdown(frame.tree!);
         if (markdown) parent.out.push(run(slots.add({ kind: 'math', markdown })));
         return;
       }
       case 'txbx':
         // Opened only directly inside a drawing frame, so the parent is that drawing.
+        copy(frame, end);
         parent.boxes!.push(frame.out.join(''));
         return;
       case 'drawing':
@@ -116,45 +129,50 @@ export function preparePart(xml: string, partName: string, slots: Placeholders):
           parent.out.push(`<${w}t>${slots.add({ kind: 'chart', part: partName, rid: frame.chart })}</${w}t>`);
           return;
         }
-        parent.out.push(frame.out.join(''));
-        if (frame.boxes && frame.boxes.length > 0) {
-          parent.out.push(`<${w}pict><vml:textbox xmlns:vml="urn:schemas-microsoft-com:vml">${frame.boxes.join('')}</vml:textbox></${w}pict>`);
+        copy(frame, end);
+        parent.out.push(...frame.out);
+        if (frame.boxes!.length > 0) {
+          parent.out.push(`<${w}pict><vml:textbox xmlns:vml="urn:schemas-microsoft-com:vml">${frame.boxes!.join('')}</vml:textbox></${w}pict>`);
         }
         return;
       case 'alt': {
-        const slice = (at?: [number, number]): string => (at ? frame.out.slice(at[0], at[1]).join('') : '');
+        copy(frame, end);
+        const slice = (at?: [number, number]): string => (at && at[1] >= 0 ? frame.out.slice(at[0], at[1]).join('') : '');
         const choice = slice(frame.choice);
         const rich = (s: string): boolean => s.includes('txbxContent') || s.includes(slots.stem);
-        if (frame.choiceTag !== undefined && rich(choice) && !rich(slice(frame.fallback))) {
+        if (frame.choiceAttrs !== undefined && rich(choice) && !rich(slice(frame.fallback))) {
           // mammoth reads the fallback only: the choice becomes the fallback, keeping its namespaces.
           const prefix = frame.name.slice(0, frame.name.indexOf(':') + 1);
-          const attrs = frame.choiceTag.replace(/\s(?:[\w.-]+:)?Requires="[^"]*"/, '');
-          parent.out.push(`${frame.open}<${prefix}Fallback${attrs}>${choice}</${prefix}Fallback></${frame.name}>`);
+          const attrs = frame.choiceAttrs.replace(/\s(?:[\w.-]+:)?Requires="[^"]*"/, '');
+          parent.out.push(frame.out[0]!.slice(0, frame.out[0]!.indexOf('>') + 1),
+            `<${prefix}Fallback${attrs}>${choice}</${prefix}Fallback></${frame.name}>`);
         } else {
-          parent.out.push(frame.out.join(''));
+          parent.out.push(...frame.out);
         }
         return;
       }
       default:
-        parent.out.push(frame.out.join(''));
+        copy(frame, end);
+        parent.out.push(...frame.out);
     }
   };
 
   let pos = 0;
-  let text = 0;
-  const flushText = (upTo: number): void => {
-    if (upTo > text && top().kind !== 'math') top().out.push(xml.slice(text, upTo));
-    text = upTo;
-  };
-
   while (pos < xml.length) {
     const lt = xml.indexOf('<', pos);
     if (lt < 0) break;
-    // Comments, CDATA and processing instructions are text here.
-    const special = xml.startsWith('<!--', lt) ? '-->' : xml.startsWith('<![CDATA[', lt) ? ']]>' : xml.startsWith('<?', lt) ? '?>' : undefined;
-    if (special) {
+    const frame = top();
+    const c = xml.charCodeAt(lt + 1);
+    if (c === 0x21 /* ! */ || c === 0x3f /* ? */) {
+      // Comments, CDATA and processing instructions are copied with the text around them,
+      // except inside an equation, where they are dropped.
+      const special = xml.startsWith('<!--', lt) ? '-->' : xml.startsWith('<![CDATA[', lt) ? ']]>' : c === 0x3f ? '?>' : '>';
       const end = xml.indexOf(special, lt);
       pos = end < 0 ? xml.length : end + special.length;
+      if (frame.kind === 'math') {
+        mathText(frame, lt);
+        frame.from = pos;
+      }
       continue;
     }
     TAG.lastIndex = lt;
@@ -165,50 +183,62 @@ export function preparePart(xml: string, partName: string, slots: Placeholders):
     }
     const tagEnd = TAG.lastIndex;
     pos = tagEnd;
-    const [tag, slash, prefix, local, attrs] = m as unknown as [string, string, string, string, string];
+    const slash = m[1] === '/';
+    const prefix = m[2]!;
+    const local = m[3]!;
+    const attrs = m[4]!;
     const name = prefix + local;
     const selfClosing = attrs.endsWith('/');
-    const frame = top();
 
     if (frame.kind === 'math') {
-      if (name !== frame.name || selfClosing) continue;
-      if (!slash) frame.depth++;
-      else if (frame.depth > 0) frame.depth--;
-      else {
-        frames.pop();
-        text = tagEnd;
-        close(frame, tagEnd);
+      mathText(frame, lt);
+      frame.from = tagEnd;
+      const open = frame.open!;
+      if (slash) {
+        if (open.length > 1) open.pop();
+        else {
+          frames.pop();
+          close(frame, tagEnd);
+        }
+      } else {
+        const node = element(name, selfClosing ? attrs.slice(0, -1) : attrs);
+        open[open.length - 1]!.push(node);
+        if (!selfClosing) open.push(node[name] as XNode[]);
       }
       continue;
     }
 
-    flushText(lt);
-    text = tagEnd;
-    let out = tag;
-    if (v !== undefined && prefix === `${v}:` && VML_SKIPPED.has(local)) out = `<${slash}${v}:rect${attrs}>`;
+    if (vml !== undefined && local.length <= 8 && VML_SKIPPED.has(local) && prefix === `${vml}:`) {
+      copy(frame, lt);
+      frame.out.push(`<${slash ? '/' : ''}${vml}:rect${attrs}>`);
+      frame.from = tagEnd;
+    }
 
     if (slash) {
       if (name === frame.name && frame.kind !== 'root') {
         if (frame.depth > 0) frame.depth--;
         else {
           frames.pop();
-          frame.out.push(out);
           close(frame, tagEnd);
           continue;
         }
       }
-      if (frame.kind === 'alt' && frame.name.startsWith(prefix)) {
-        if (local === 'Choice' && frame.choice && frame.choice[1] < 0) frame.choice[1] = frame.out.length;
-        if (local === 'Fallback' && frame.fallback && frame.fallback[1] < 0) frame.fallback[1] = frame.out.length;
-      }
-      if (name === `${w}tr`) {
+      if (frame.kind === 'alt' && (local === 'Choice' || local === 'Fallback') && frame.name.startsWith(prefix)) {
+        const at = local === 'Choice' ? frame.choice : frame.fallback;
+        if (at && at[1] < 0) {
+          copy(frame, lt);
+          at[1] = frame.out.length;
+        }
+      } else if (name === W.tr) {
         const row = rows.pop();
-        if (row && row.after > 0) frame.out.push(emptyCell(row.after));
-      }
-      frame.out.push(out);
-      if (name === `${w}trPr`) {
+        if (row && row.after > 0) {
+          copy(frame, lt);
+          frame.out.push(emptyCell(row.after));
+        }
+      } else if (name === W.trPr) {
         const row = rows[rows.length - 1];
         if (row && row.before > 0) {
+          copy(frame, tagEnd);
           frame.out.push(emptyCell(row.before));
           row.before = 0;
         }
@@ -218,46 +248,58 @@ export function preparePart(xml: string, partName: string, slots: Placeholders):
 
     if (local === 'chart') {
       const drawing = nearest('drawing');
-      if (drawing && drawing.chart === undefined) drawing.chart = attrOf(attrs, 'id');
+      if (drawing && drawing.chart === undefined) drawing.chart = ID_ATTR.exec(attrs)?.[1];
     }
     if (selfClosing) {
-      if ((name === `${w}gridBefore` || name === `${w}gridAfter`) && rows.length > 0) {
-        const n = Number.parseInt(attrOf(attrs, 'val') ?? '0', 10) || 0;
-        if (n > 0) rows[rows.length - 1]![name === `${w}gridBefore` ? 'before' : 'after'] = n;
+      if ((name === W.gridBefore || name === W.gridAfter) && rows.length > 0) {
+        const n = Number.parseInt(VAL_ATTR.exec(attrs)?.[1] ?? '0', 10) || 0;
+        if (n > 0) rows[rows.length - 1]![name === W.gridBefore ? 'before' : 'after'] = n;
       }
-      frame.out.push(out);
       continue;
     }
 
     let kind: Kind | undefined;
     if (local === 'oMathPara' || local === 'oMath') kind = 'math';
-    else if (name === `${w}drawing`) kind = 'drawing';
-    else if (name === `${w}txbxContent` && frame.kind === 'drawing') kind = 'txbx';
+    else if (name === W.drawing) kind = 'drawing';
+    else if (name === W.txbx && frame.kind === 'drawing') kind = 'txbx';
     else if (local === 'AlternateContent') kind = 'alt';
     if (kind && frames.length < MAX_FRAMES) {
-      const next: Frame = { kind, name, depth: 0, out: kind === 'math' ? [] : [out], start: lt };
+      copy(frame, lt);
+      const next: Frame = { kind, name, depth: 0, out: [], from: lt };
+      if (kind === 'math') {
+        next.tree = element(name, attrs);
+        next.open = [next.tree[name] as XNode[]];
+        next.from = tagEnd;
+      }
       if (kind === 'drawing') next.boxes = [];
-      if (kind === 'alt') next.open = out;
       frames.push(next);
       continue;
     }
     if (name === frame.name) frame.depth++;
-    if (name === `${w}tr`) rows.push({ before: 0, after: 0 });
-    if (frame.kind === 'alt' && frame.name.startsWith(prefix)) {
-      if (local === 'Choice' && frame.choiceTag === undefined) {
-        frame.choiceTag = attrs;
-        frame.choice = [frame.out.length + 1, -1];
+    if (name === W.tr) rows.push({ before: 0, after: 0 });
+    if (frame.kind === 'alt' && (local === 'Choice' || local === 'Fallback') && frame.name.startsWith(prefix)) {
+      if (local === 'Choice' && frame.choiceAttrs === undefined) {
+        frame.choiceAttrs = attrs;
+        copy(frame, tagEnd);
+        frame.choice = [frame.out.length, -1];
       } else if (local === 'Fallback' && frame.fallback === undefined) {
-        frame.fallback = [frame.out.length + 1, -1];
+        copy(frame, tagEnd);
+        frame.fallback = [frame.out.length, -1];
       }
     }
-    frame.out.push(out);
   }
-  flushText(xml.length);
-  // Unclosed elements: whatever is left open goes out as it came (mammoth will refuse the part).
+  // Unclosed elements: what is left open goes out as it came (mammoth will refuse the part), an
+  // unclosed equation as what was read of it.
   while (frames.length > 1) {
     const frame = frames.pop()!;
-    top().out.push(frame.kind === 'math' ? xml.slice(frame.start) : frame.out.join(''));
+    if (frame.kind === 'math') mathText(frame, xml.length);
+    close(frame, xml.length);
   }
+  copy(frames[0]!, xml.length);
   return frames[0]!.out.join('');
+
+  /** Text read inside an equation, up to `at`, becomes a text node of the open element. */
+  function mathText(frame: Frame, at: number): void {
+    if (at > frame.from) frame.open![frame.open!.length - 1]!.push({ '#text': xml.slice(frame.from, at) });
+  }
 }
