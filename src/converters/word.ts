@@ -130,26 +130,37 @@ function chartInCell(chart: ChartData): string {
 /**
  * Swaps placeholders for what they stand for, line by line: in a table row an equation's pipes
  * are escaped and a chart is written into its cell; elsewhere a chart's blocks follow its line.
+ * A line left empty (a chart whose part is missing) goes, with the blank line it leaves over.
  */
 function fillPlaceholders(markdown: string, slots: Placeholders, charts: Map<number, ChartData>): string {
   if (slots.slots.length === 0) return markdown;
   const pattern = slots.pattern();
-  return markdown.split('\n').map((line) => {
-    if (!line.includes(slots.stem)) return line;
+  const out: string[] = [];
+  let dropped = false;
+  for (const line of markdown.split('\n')) {
+    if (!line.includes(slots.stem)) {
+      if (line === '' && dropped && out[out.length - 1] === '') continue;
+      dropped = false;
+      out.push(line);
+      continue;
+    }
     const inTable = line.startsWith('|');
     const after: string[] = [];
+    // A chart leaving the line leaves a NUL (html-to-md strips control characters from its input,
+    // so none comes from the document) that takes one of the spaces around it along.
     const filled = line.replace(pattern, (_, n: string) => {
       const slot = slots.slots[Number(n)]!;
       if (slot.kind === 'math') return inTable ? slot.markdown.replace(/\|/g, '\\|') : slot.markdown;
       const chart = charts.get(Number(n));
-      if (!chart) return '';
-      if (inTable) return chartInCell(chart);
-      after.push(...chartBlocks(chart));
-      return '';
-    });
-    if (after.length === 0) return filled;
-    return (filled.trim() ? [filled.trimEnd(), ...after] : after).join('\n\n');
-  }).join('\n');
+      if (inTable) return chart ? chartInCell(chart) : '';
+      if (chart) after.push(...chartBlocks(chart));
+      return '\u0000';
+    }).replace(/ ?\u0000( ?)/g, '$1');
+    const blocks = filled.trim() ? [filled.trimEnd(), ...after] : after;
+    if (blocks.length === 0) dropped = true;
+    else out.push(blocks.join('\n\n'));
+  }
+  return out.join('\n');
 }
 
 export const wordConverter: Converter = {

@@ -53,6 +53,14 @@ t.test('a chart in a table cell is written into its cell', async (t) => {
     '| Poll | Result |\n| --- | --- |\n| Lunch | **Chart: Q\\|A**<br>Votes<br>Yes: 3<br>No: 1 |\n');
 });
 
+t.test('a chart whose part is missing leaves neither a placeholder nor a gap', async (t) => {
+  const drawing = '<w:drawing><wp:inline><wp:extent cx="1" cy="1"/><wp:docPr id="9" name="Chart"/>'
+    + '<a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart">'
+    + '<c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="rIdMissing"/></a:graphicData></a:graphic></wp:inline></w:drawing>';
+  const body = `${wPara('Before.')}<w:p><w:r>${drawing}</w:r></w:p><w:p><w:r><w:t xml:space="preserve">Inline </w:t></w:r><w:r>${drawing}</w:r><w:r><w:t xml:space="preserve"> chart.</w:t></w:r></w:p>${wPara('After.')}`;
+  t.equal(await convert(await buildFromBody(dir, 'missing-chart.docx', body)), 'Before.\n\nInline chart.\n\nAfter.\n');
+});
+
 const A = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"';
 /** A DrawingML shape with a text box, as Word 2010+ writes it (wps:txbx). */
 const wpsShape = (id: number, inner: string): string =>
