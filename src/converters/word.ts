@@ -16,6 +16,7 @@ import { ApiError } from '../errors.js';
 import { chartBlocks, readChart, type ChartData } from './office/chart.js';
 import { Placeholders, preparePart } from './office/docx-prepare.js';
 import { transformDocument } from './office/docx-tree.js';
+import { tableCellMath } from './office/omml.js';
 import { escapeMd } from './office/pptx-text.js';
 import { acceptsOoxml, decodeXml, readRels, requireOfficeKind, type Rel } from './office/ooxml.js';
 import { scanPart } from './office/xml-scan.js';
@@ -150,7 +151,7 @@ function fillPlaceholders(markdown: string, slots: Placeholders, charts: Map<num
     // so none comes from the document) that takes one of the spaces around it along.
     const filled = line.replace(pattern, (_, n: string) => {
       const slot = slots.slots[Number(n)]!;
-      if (slot.kind === 'math') return inTable ? slot.markdown.replace(/\|/g, '\\|') : slot.markdown;
+      if (slot.kind === 'math') return inTable ? tableCellMath(slot.markdown).replace(/\|/g, '\\|') : slot.markdown;
       const chart = charts.get(Number(n));
       if (inTable) return chart ? chartInCell(chart) : '';
       if (chart) after.push(...chartBlocks(chart));

@@ -63,13 +63,17 @@ t.test('a display equation is its own $$ paragraph, between the paragraphs aroun
 t.test('an equation in a table cell is converted like any other, its pipes escaped for the table', async (t) => {
   const cell = (inner: string): string => `<w:tc><w:p>${inner}</w:p></w:tc>`;
   const abs = `<m:oMath><m:d><m:dPr><m:begChr m:val="|"/><m:endChr m:val="|"/></m:dPr><m:e>${mr('x')}</m:e></m:d></m:oMath>`;
+  const norm = `<m:oMath><m:d><m:dPr><m:begChr m:val="‖"/><m:endChr m:val="‖"/></m:dPr><m:e>${mr('v')}</m:e></m:d></m:oMath>`;
   const sqrt = `<m:oMath><m:rad><m:radPr><m:degHide m:val="1"/></m:radPr><m:deg/><m:e>${mr('2')}</m:e></m:rad></m:oMath>`;
   const table = `<w:tbl><w:tblGrid><w:gridCol/><w:gridCol/></w:tblGrid>`
     + `<w:tr>${cell('<w:r><w:t>Name</w:t></w:r>')}${cell('<w:r><w:t>Formula</w:t></w:r>')}</w:tr>`
     + `<w:tr>${cell('<w:r><w:t>Absolute value</w:t></w:r>')}${cell(abs)}</w:tr>`
+    + `<w:tr>${cell('<w:r><w:t>Norm</w:t></w:r>')}${cell(norm)}</w:tr>`
     + `<w:tr>${cell('<w:r><w:t>Root</w:t></w:r>')}${cell(`<w:r><w:t xml:space="preserve">about </w:t></w:r>${sqrt}`)}</w:tr></w:tbl>`;
   const md = await convert(await buildFromBody(dir, 'table-math.docx', table));
-  t.equal(md, '| Name | Formula |\n| --- | --- |\n| Absolute value | $\\left\\| x \\right\\|$ |\n| Root | about $\\sqrt{2}$ |\n');
+  // A backslash before a pipe would end the cell: the norm's \| is written \Vert.
+  t.equal(md, '| Name | Formula |\n| --- | --- |\n| Absolute value | $\\left\\| x \\right\\|$ |\n'
+    + '| Norm | $\\left\\Vert v \\right\\Vert$ |\n| Root | about $\\sqrt{2}$ |\n');
 });
 
 t.test('equation text never disappears: unknown elements keep their text, and math nested too deep keeps it past the depth followed', async (t) => {

@@ -226,6 +226,14 @@ export function ommlToLatex(node: XNode): string {
   return latex.replace(/\s+/g, ' ').trim();
 }
 
+/**
+ * Math Markdown made fit for a GFM table cell once its pipes are escaped: a backslash right
+ * before a pipe would escape itself and let the pipe end the cell, so `\|` (‖) is `\Vert`.
+ */
+export function tableCellMath(markdown: string): string {
+  return markdown.replace(/\\\|(?=[A-Za-z])/g, '\\Vert ').replace(/\\\|/g, '\\Vert');
+}
+
 /** Markdown for a math element: `$…$` inline, `$$…$$` for each equation of an m:oMathPara. */
 export function mathMarkdown(node: XNode): string {
   if (localName(node) === 'oMathPara') {

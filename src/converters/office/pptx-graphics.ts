@@ -2,11 +2,12 @@
 // of its node texts, pictures as `![alt](image)` placeholders (charts: chart.ts). Parts are only
 // read inside the package, never external targets.
 import type { ZipArchive } from '../shared/zip-limits.js';
-import { gfmTable } from '../shared/gfm-table.js';
+import { escapeMarkdownCell, gfmTable } from '../shared/gfm-table.js';
 import { attr, child, findAll, kids, readTree, pathOf, tagOf, type Rel, type XNode } from './ooxml.js';
 import { escapeMd, inlineMarkdown, plainText, type TextStyle } from './pptx-text.js';
 
-/** Merged cells: a row-spanned value is repeated down, a column-spanned one left in its first cell. */
+/** Merged cells: a row-spanned value is repeated down, a column-spanned one left in its first cell.
+ *  Cells are inline Markdown (escaped text, equations as LaTeX): only their pipes are escaped. */
 export function tableMarkdown(tbl: XNode, style: TextStyle): string | undefined {
   const rows: string[][] = [];
   const above: string[] = [];
@@ -18,14 +19,14 @@ export function tableMarkdown(tbl: XNode, style: TextStyle): string | undefined 
       else if (attr(tc, 'vMerge') === '1') text = above[j] ?? '';
       else {
         const paras = kids(child(tc, 'a:txBody')).filter((k) => tagOf(k) === 'a:p');
-        text = paras.map((p) => inlineMarkdown(p, style)).filter(Boolean).join('\n');
+        text = paras.map((p) => inlineMarkdown(p, { ...style, inTable: true })).filter(Boolean).join('\n');
       }
       above[j] = text;
       row.push(text);
     });
     if (row.some((c) => c !== '')) rows.push(row);
   }
-  return rows.length > 0 ? gfmTable(rows) : undefined;
+  return rows.length > 0 ? gfmTable(rows, escapeMarkdownCell) : undefined;
 }
 
 /** SmartArt: the text of each node of the diagram's data model, as a flat list. */

@@ -2,7 +2,7 @@
 // equations (a14:m) as LaTeX, and bullet levels as nested lists. Whether a paragraph is a bullet
 // comes from its own a:pPr or, failing that, from what the caller inherited for the shape
 // (placeholder, layout, master).
-import { mathMarkdown } from './omml.js';
+import { mathMarkdown, tableCellMath } from './omml.js';
 import { attr, child, decodeXml, kids, localName, tagOf, type XNode } from './ooxml.js';
 
 export type Bullet = 'none' | 'bullet' | 'number';
@@ -14,6 +14,8 @@ export interface TextStyle {
   links: Map<string, string>;
   /** Leave bold/italic out (headings, table header cells). */
   plain?: boolean;
+  /** The text goes into a GFM table cell (equations avoid a backslash before a pipe). */
+  inTable?: boolean;
 }
 
 /** Escapes what would otherwise turn plain slide text into Markdown syntax. */
@@ -40,7 +42,7 @@ function runsOf(p: XNode, style: TextStyle, runs: Run[] = []): Run[] {
       // a14:m holds an m:oMathPara (its own line) or an m:oMath (inline)
       for (const math of kids(k).filter((n) => /^(oMath|oMathPara)$/.test(localName(n)))) {
         const text = mathMarkdown(math);
-        if (text) runs.push({ text, b: false, i: false, raw: true });
+        if (text) runs.push({ text: style.inTable ? tableCellMath(text) : text, b: false, i: false, raw: true });
       }
       continue;
     }
