@@ -19,7 +19,8 @@ import type { XNode } from './ooxml.js';
 
 export type Slot = { kind: 'math'; markdown: string } | { kind: 'chart'; part: string; rid: string };
 
-/** Placeholder words of one conversion: a random stem makes them words no document holds. */
+/** Placeholder words of one conversion (word.ts's note references share the stem): a random
+ *  stem makes them words no document holds. */
 export class Placeholders {
   readonly slots: Slot[] = [];
   readonly stem = `DOCPIPE${Array.from(randomBytes(8), (b) => String.fromCharCode(65 + (b % 26))).join('')}`;
