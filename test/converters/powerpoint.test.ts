@@ -6,7 +6,7 @@ import { powerpointConverter } from '../../src/converters/powerpoint.js';
 import type { Peek } from '../../src/converters/types.js';
 import { convertWith, makeCtx, peekOf } from '../helpers/convert-ctx.js';
 import { buildReport } from '../fixtures/build/docx.js';
-import { buildCraftedDeck, buildDeck } from '../fixtures/build/pptx.js';
+import { buildCraftedDeck, buildDeck, buildMathDeck } from '../fixtures/build/pptx.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-pptx-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -82,6 +82,16 @@ for (const v of vectors) {
     t.equal(`${pages?.join('\n\n')}\n`, markdown, 'the pages make up the document');
   });
 }
+
+t.test('equations in a slide become LaTeX: a display one on its own line, an inline one in its sentence, one in a table cell, one in a title', async (t) => {
+  const { pages } = await convertWith(powerpointConverter, await buildMathDeck(dir));
+  const slide = pages![0]!;
+  t.ok(slide.includes('Footer note at the bottom\n\n$$x=\\frac{-b\\pm\\sqrt{\\Delta}}{2a}$$\n\nHere $e^{i\\pi}=-1$ holds.\n\n'), slide);
+  // in a table cell: escaped once, and no backslash right before a pipe
+  t.ok(slide.includes('| Name | Value |\n| --- | --- |\n| Norm | $\\left\\Vert v \\right\\Vert$ |\n| Stars | \\*a\\|b\\* |\n\n### Notes:'), slide);
+  t.notOk(slide.includes('Equation picture'), 'the fallback picture is not used');
+  t.ok(pages![1]!.startsWith('<!-- Slide 2 -->\n\n## Numbers for $x_{1}$\n\n'), pages![1]!.slice(0, 60));
+});
 
 t.test('count reads the slide list only, and progress is reported per slide', async (t) => {
   const file = await buildDeck(dir, 'count.pptx');

@@ -2,10 +2,11 @@
 // content in reading order — by position, top to bottom, then left to right within a band —
 // with group shapes kept together. Footer, date and slide-number placeholders are left out.
 import type { ZipArchive } from '../shared/zip-limits.js';
+import { chartMarkdown } from './chart.js';
 import { attr, child, kids, localName, readTree, pathOf, readRels, tagOf, type Rel, type XNode } from './ooxml.js';
-import { chartMarkdown, diagramMarkdown, pictureMarkdown, tableMarkdown } from './pptx-graphics.js';
+import { diagramMarkdown, pictureMarkdown, tableMarkdown } from './pptx-graphics.js';
 import { bulletFor, inheritedOffset, offsetOf, placeholderOf, type Templates } from './pptx-template.js';
-import { escapeMd, plainText, textBodyMarkdown } from './pptx-text.js';
+import { inlineMarkdown, textBodyMarkdown } from './pptx-text.js';
 
 /** Shapes whose tops are this close (EMU; a quarter inch) read as one row, left to right. */
 const ROW_BAND = 228_600;
@@ -58,7 +59,9 @@ class SlideReader {
         const body = child(node, 'p:txBody');
         const paras = kids(body).filter((k) => tagOf(k) === 'a:p');
         if (ph && TITLES.has(ph.type) && this.title === undefined && !this.notes) {
-          const title = plainText(paras).replace(/\s*\n\s*/g, ' ');
+          // Markdown already (text escaped, equations as LaTeX), one line, no emphasis or links.
+          const title = paras.map((p) => inlineMarkdown(p, { bulletAt: () => 'none', links: new Map(), plain: true }))
+            .filter(Boolean).join(' ').replace(/\s*\n\s*/g, ' ');
           if (title) {
             this.title = title;
             return undefined;
@@ -123,5 +126,5 @@ export async function readSlide(zip: ZipArchive, part: string, templates: Templa
   const reader = new SlideReader(zip, rels, notesPage ? undefined : await templates.forPart(part), links, notesPage);
   const blocks = inReadingOrder(await reader.items(kids(spTree)));
   const notes = [...rels.values()].find((r) => r.type.endsWith('/notesSlide') && !r.external && zip.has(r.target));
-  return { title: reader.title === undefined ? undefined : escapeMd(reader.title), blocks, notesPart: notes?.target };
+  return { title: reader.title, blocks, notesPart: notes?.target };
 }

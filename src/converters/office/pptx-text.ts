@@ -1,6 +1,8 @@
-// DrawingML text (a:p paragraphs of a:r runs) as Markdown: bold/italic runs, hyperlinks, and
-// bullet levels as nested lists. Whether a paragraph is a bullet comes from its own a:pPr or,
-// failing that, from what the caller inherited for the shape (placeholder, layout, master).
+// DrawingML text (a:p paragraphs of a:r runs) as Markdown: bold/italic runs, hyperlinks,
+// equations (a14:m) as LaTeX, and bullet levels as nested lists. Whether a paragraph is a bullet
+// comes from its own a:pPr or, failing that, from what the caller inherited for the shape
+// (placeholder, layout, master).
+import { mathMarkdown, tableCellMath } from './omml.js';
 import { attr, child, decodeXml, kids, localName, tagOf, type XNode } from './ooxml.js';
 
 export type Bullet = 'none' | 'bullet' | 'number';
@@ -12,6 +14,8 @@ export interface TextStyle {
   links: Map<string, string>;
   /** Leave bold/italic out (headings, table header cells). */
   plain?: boolean;
+  /** The text goes into a GFM table cell (equations avoid a backslash before a pipe). */
+  inTable?: boolean;
 }
 
 /** Escapes what would otherwise turn plain slide text into Markdown syntax. */
@@ -26,13 +30,28 @@ interface Run {
   b: boolean;
   i: boolean;
   href?: string;
+  /** Markdown already (an equation's LaTeX): not escaped, not merged with its neighbours. */
+  raw?: boolean;
 }
 
-function runsOf(p: XNode, style: TextStyle): Run[] {
-  const runs: Run[] = [];
+function runsOf(p: XNode, style: TextStyle, runs: Run[] = []): Run[] {
   for (const k of kids(p)) {
     const name = localName(k);
     if (name === 'br') { runs.push({ text: '\n', b: false, i: false }); continue; }
+    if (name === 'm') {
+      // a14:m holds an m:oMathPara (its own line) or an m:oMath (inline)
+      for (const math of kids(k).filter((n) => /^(oMath|oMathPara)$/.test(localName(n)))) {
+        const text = mathMarkdown(math);
+        if (text) runs.push({ text: style.inTable ? tableCellMath(text) : text, b: false, i: false, raw: true });
+      }
+      continue;
+    }
+    if (name === 'AlternateContent') {
+      // Inside a paragraph: the first choice (an equation), else the fallback's runs.
+      const choice = kids(k).find((n) => localName(n) === 'Choice') ?? kids(k).find((n) => localName(n) === 'Fallback');
+      runsOf(choice ?? {}, style, runs);
+      continue;
+    }
     if (name !== 'r' && name !== 'fld') continue;
     const t = child(k, 'a:t');
     const text = kids(t).map((n) => ('#text' in n ? String(n['#text']) : '')).join('');
@@ -63,11 +82,12 @@ export function inlineMarkdown(p: XNode, style: TextStyle): string {
   const merged: Run[] = [];
   for (const r of runsOf(p, style)) {
     const last = merged[merged.length - 1];
-    if (last && last.b === r.b && last.i === r.i && last.href === r.href) last.text += r.text;
+    if (last && !last.raw && !r.raw && last.b === r.b && last.i === r.i && last.href === r.href) last.text += r.text;
     else merged.push({ ...r });
   }
   return merged
     .map((r) => {
+      if (r.raw) return r.text;
       let s = escapeMd(r.text);
       if (r.i) s = wrap(s, '*');
       if (r.b) s = wrap(s, '**');

@@ -34,15 +34,22 @@ export function escapeCell(text: string): string {
     .replace(/^\s+/g, '');
 }
 
+/** Escapes one cell that is Markdown already (converters' inline text): only what would end the
+ *  cell, pipes and newlines. */
+export function escapeMarkdownCell(md: string): string {
+  return md.replace(/\|/g, '\\|').replace(/\r\n?|\n/g, '<br>').trim();
+}
+
 /**
  * The first row is the header. Rows are padded to the widest row; an empty input gives ''.
+ * `escape` makes one cell's text (escapeCell for plain text, escapeMarkdownCell for Markdown).
  */
-export function gfmTable(rows: readonly (readonly string[])[]): string {
+export function gfmTable(rows: readonly (readonly string[])[], escape: (text: string) => string = escapeCell): string {
   if (rows.length === 0) return '';
   const width = widestRow(rows, 1);
   const line = (cells: readonly string[]): string => {
     const out: string[] = [];
-    for (let i = 0; i < width; i++) out.push(escapeCell(cells[i] ?? ''));
+    for (let i = 0; i < width; i++) out.push(escape(cells[i] ?? ''));
     return `| ${out.join(' | ')} |`;
   };
   const [header, ...body] = rows;

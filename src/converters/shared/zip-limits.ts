@@ -1,7 +1,8 @@
 // Opens zip-based documents (docx, xlsx, pptx) with limits, so a zip bomb is refused in bounded
 // time and memory (DESIGN.md §9). Every zip input goes through here before anything else reads
-// it: converters read parts with ZipArchive, and libraries that open the zip themselves
-// (mammoth) get the file only after checkZip() has inflated every entry under the limits.
+// it: converters read parts with ZipArchive (mammoth too, through the Word converter's package
+// adapter), and a library that opens the zip itself gets the file only after checkZip() has
+// inflated every entry under the limits.
 //
 // Two lines of defence: the central directory's declared sizes are checked on open (entry
 // count, total inflated bytes, compression ratio), and while inflating no entry may produce
