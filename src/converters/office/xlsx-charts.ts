@@ -1,9 +1,9 @@
 // The charts of a chart sheet: the sheet's drawing part points at one or more chart parts,
 // each given as the PowerPoint converter gives a chart (its title, then its cached data as a
-// table; see pptx-graphics.ts).
+// table; see chart.ts).
 import type { ZipArchive } from '../shared/zip-limits.js';
 import { attr, findAll, readRels, readTree } from './ooxml.js';
-import { chartMarkdown } from './pptx-graphics.js';
+import { chartMarkdown } from './chart.js';
 
 export async function chartSheetMarkdown(zip: ZipArchive, part: string): Promise<string[]> {
   const blocks: string[] = [];
