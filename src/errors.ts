@@ -119,13 +119,16 @@ export class ApiError extends Error {
   readonly status: number;
   /** Extra response headers, such as Retry-After or Allow. */
   readonly headers: Record<string, string>;
+  /** What to do about it, where the code's own hint does not fit what happened. */
+  readonly hint?: string;
 
-  constructor(code: ErrorCode, detail?: string, headers: Record<string, string> = {}) {
+  constructor(code: ErrorCode, detail?: string, headers: Record<string, string> = {}, hint?: string) {
     super(detail ?? ERRORS[code].title);
     this.name = 'ApiError';
     this.code = code;
     this.status = ERRORS[code].status;
     this.headers = headers;
+    if (hint !== undefined) this.hint = hint;
   }
 }
 
@@ -142,7 +145,7 @@ export interface Problem {
   retryable: boolean;
 }
 
-export function problemOf(code: ErrorCode, detail: string, instance: string, requestId: string): Problem {
+export function problemOf(code: ErrorCode, detail: string, instance: string, requestId: string, hint?: string): Problem {
   const spec: ErrorSpec = ERRORS[code];
   return {
     type: `https://docpipe.dev/errors/${code}`,
@@ -152,7 +155,7 @@ export function problemOf(code: ErrorCode, detail: string, instance: string, req
     instance,
     error: code,
     message: detail,
-    hint: spec.hint,
+    hint: hint ?? spec.hint,
     request_id: requestId,
     retryable: spec.retryable,
   };
@@ -162,7 +165,7 @@ export function problemOf(code: ErrorCode, detail: string, instance: string, req
 export function fileProblem(err: unknown, instance: string, requestId: string): Problem {
   // A message may quote the document's bytes; Postgres jsonb cannot store U+0000.
   const clean = (m: string): string => m.replace(/\u0000/g, '\uFFFD');
-  if (err instanceof ApiError) return problemOf(err.code, clean(err.message), instance, requestId);
+  if (err instanceof ApiError) return problemOf(err.code, clean(err.message), instance, requestId, err.hint);
   if (isDiskFull(err)) return problemOf('service_unavailable', DISK_FULL, instance, requestId);
   return problemOf('invalid_document', clean(err instanceof Error ? err.message : String(err)), instance, requestId);
 }

@@ -131,7 +131,7 @@ export function printable(err: unknown): unknown {
   const clean = err.message.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\uFFFD');
   if (clean === err.message) return err;
   if (err instanceof ApiError) {
-    const copy = new ApiError(err.code, clean, err.headers);
+    const copy = new ApiError(err.code, clean, err.headers, err.hint);
     copy.stack = err.stack;
     return copy;
   }

@@ -152,8 +152,8 @@ export function sendJson(ctx: Ctx, status: number, body: unknown, headers: Recor
   reply(ctx, status, JSON.stringify(body), 'application/json', headers);
 }
 
-export function sendProblem(ctx: Ctx, code: ErrorCode, detail: string, headers: Record<string, string> = {}, close = false): void {
-  const problem = problemOf(code, detail, ctx.path, ctx.requestId);
+export function sendProblem(ctx: Ctx, code: ErrorCode, detail: string, headers: Record<string, string> = {}, close = false, hint?: string): void {
+  const problem = problemOf(code, detail, ctx.path, ctx.requestId, hint);
   reply(ctx, problem.status, JSON.stringify(problem), 'application/problem+json', headers, close);
 }
 
@@ -161,7 +161,7 @@ export function sendProblem(ctx: Ctx, code: ErrorCode, detail: string, headers: 
  *  disk as 503 service_unavailable (retryable), anything else as a 500. */
 export function sendError(ctx: Ctx, err: unknown, log?: (err: unknown) => void): void {
   if (err instanceof ApiError) {
-    sendProblem(ctx, err.code, err.message, err.headers, err.status === 413);
+    sendProblem(ctx, err.code, err.message, err.headers, err.status === 413, err.hint);
     return;
   }
   if (isDiskFull(err)) {
