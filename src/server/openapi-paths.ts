@@ -119,8 +119,9 @@ function convertOps(): Op[] {
   });
 }
 
-const SSE = 'text/event-stream: `progress` events ({id, status, files: [{id, name, status, pages_done, pages_total}]}) on '
-  + 'every change, then `done` with the Conversion (without file contents), or `deleted`; then the stream ends.';
+const SSE = 'text/event-stream: `progress` events ({id, status, files: [{id, name, status, pages_done, pages_total}]}, read in '
+  + 'one snapshot) on every change, then `done` with the Conversion as GET shows it (without file contents; `usage.credits_remaining` '
+  + 'is the balance), or `deleted`; then the stream ends.';
 
 export function operations(): Op[] {
   return [

@@ -75,11 +75,15 @@ const schemas: Record<string, Schema> = {
       metadata: { description: 'The caller\'s own data, returned unchanged.' },
       summary: {
         type: 'object',
+        description: 'Counts of the sources by status, read in the same snapshot as `status` and `files`: they always agree.',
         properties: { sources: int(), queued: int(), running: int(), completed: int(), failed: int() },
       },
       usage: {
         type: 'object',
-        properties: { credits_reserved: int(), credits_charged: int(), credits_remaining: nullable(int()) },
+        properties: {
+          credits_reserved: int(), credits_charged: int(),
+          credits_remaining: int('The account\'s balance when this was answered, in every representation (answers, lists, the events stream\'s done, webhook events).'),
+        },
       },
     },
   },
