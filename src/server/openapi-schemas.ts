@@ -103,7 +103,18 @@ const schemas: Record<string, Schema> = {
     properties: {
       sources: {
         type: 'array', description: 'One entry per source, in request order.',
-        items: { type: 'object', required: ['name', 'pages', 'credits'], properties: { name: str(), pages: int(), credits: int() } },
+        items: {
+          type: 'object', required: ['name', 'pages', 'credits'],
+          properties: {
+            name: str(), pages: int(), credits: int(),
+            error: {
+              ...ref('Problem'),
+              description: 'A source that cannot be priced beside others that can (a file of the wrong type, a URL that cannot be '
+                + 'fetched): the Problem its failed file would carry at submit; its credits and pages are 0. When no source can '
+                + 'be priced the answer is that Problem itself.',
+            },
+          },
+        },
       },
       credits_total: int('Sum of the credits of all sources.'),
       balance: int('The account\'s current credit balance.'),
