@@ -56,7 +56,8 @@ export async function planSources(ctx: Planning, req: ConvertRequest, track: Tra
     }
     const mime = s.mime && s.mime !== 'application/octet-stream' ? s.mime : conv!.mediaTypes[0]!;
     out.push({
-      name: s.name, peek, mime, bytes: s.bytes, path: s.path, data: s.data, count: count!, credits: priceSource(req.kind, count!, req.options),
+      name: s.name, peek, mime, bytes: s.bytes, path: s.path, data: s.data, count: count!,
+      credits: priceSource(req.kind, count!, req.options, { vision: ctx.executor.vision === true }),
     });
   }
   refuseWhenNoneFits(out.map((s) => (s.failure?.code === 'input_format_mismatch' ? s.failure : undefined)));
@@ -95,7 +96,7 @@ async function planFetch(ctx: Planning, s: StagedSource, options: ConvertOptions
     const count = await countOf(ctx, conv, doc.file, doc.name, options);
     return {
       name: s.name, mime: doc.mime, bytes: (await stat(doc.file)).size, path: doc.file, count,
-      credits: priceSource('url', count, options, { kind: conv.kind, count }),
+      credits: priceSource('url', count, options, { vision: ctx.executor.vision === true, fetched: { kind: conv.kind, count } }),
       fetched: { url: doc.finalUrl.href, kind: conv.kind },
     };
   } catch (err) {
