@@ -50,7 +50,10 @@ const schemas: Record<string, Schema> = {
       id: str('file_…'), object: { const: 'file' }, name: str(), mime: str(), role: enumOf(['source', 'output']),
       status: nullable(enumOf(FILE_STATUS)),
       format: { ...enumOf(FORMATS), description: 'On outputs only.' },
-      variant: { ...enumOf(['standard', 'ai_enhanced']), description: 'On outputs only.' },
+      variant: {
+        ...enumOf(['standard', 'ai_enhanced']),
+        description: 'On outputs only: ai_enhanced when a vision model wrote descriptions in it (and was charged for), else standard.',
+      },
       bytes: nullable(int()), pages: nullable(int()), credits: nullable(int()),
       content: nullable(str('Inline content of an output up to 1 MB; null in lists and for larger files.')),
       error: nullable(ref('Problem')),
