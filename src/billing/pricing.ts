@@ -11,6 +11,11 @@
 // - URL: 1 for the fetch plus the price of the fetched document as its own kind, with the same
 //   options. The fetched kind cannot itself be a URL. The service fetches at admission (estimate
 //   and submit alike), so `fetched` is always what was actually fetched, never a guess.
+// - Only work that runs is priced. `image_mode: understand` costs the understand price only
+//   where a vision model is configured (`vision`); without one the converter writes its own
+//   description beside the OCR text, priced as OCR. An image the model did not describe (it
+//   failed) is charged as OCR at settle (jobs/run-job.ts). `figures: describe` costs nothing
+//   extra, with or without a model.
 
 import type { ConverterKind, ConvertOptions, Count } from '../converters/types.js';
 
@@ -35,24 +40,33 @@ function started(units: number, perCredit: number): number {
   return Math.ceil(units / perCredit);
 }
 
+/** What runs, where the price depends on it. */
+export interface PriceContext {
+  /** A vision model describes images (AI_BASE_URL is configured and, at settle, it answered). */
+  vision: boolean;
+  /** A URL source: what it fetched. */
+  fetched?: Fetched;
+}
+
 /** Credits for one source. Throws TypeError on a count that is not a non-negative integer, and
  *  for a URL without what it fetched. */
-export function priceSource(kind: ConverterKind, count: Count, options: ConvertOptions, fetched?: Fetched): number {
+export function priceSource(kind: ConverterKind, count: Count, options: ConvertOptions, at: PriceContext): number {
   if (kind === 'markdown-html' || kind === 'markdown-text') return 0;
   if (kind === 'url') {
+    const fetched = at.fetched;
     if (!fetched) throw new TypeError('a url is priced with the document it fetched');
     if (fetched.kind === 'url') throw new TypeError('a url cannot fetch a url');
-    return URL_FETCH_CREDITS + priceSource(fetched.kind, fetched.count, options);
+    return URL_FETCH_CREDITS + priceSource(fetched.kind, fetched.count, options, { vision: at.vision });
   }
   const units = count.units;
   if (!Number.isSafeInteger(units) || units < 0) {
     throw new TypeError(`count.units must be a non-negative integer, got ${units}`);
   }
-  return Math.max(MINIMUM_CREDITS, unitPrice(kind, units, options));
+  return Math.max(MINIMUM_CREDITS, unitPrice(kind, units, options, at.vision));
 }
 
 function unitPrice(kind: Exclude<ConverterKind, 'url' | 'markdown-html' | 'markdown-text'>,
-  units: number, options: ConvertOptions): number {
+  units: number, options: ConvertOptions, vision: boolean): number {
   switch (kind) {
     case 'pdf': {
       const perPage = CREDITS_PER_PDF_PAGE + (options.ocr === true ? PDF_OCR_EXTRA_PER_PAGE : 0);
@@ -60,7 +74,7 @@ function unitPrice(kind: Exclude<ConverterKind, 'url' | 'markdown-html' | 'markd
       return units * perPage * factor;
     }
     case 'image':
-      return units * (options.image_mode === 'understand' ? CREDITS_PER_IMAGE_UNDERSTAND : CREDITS_PER_IMAGE_OCR);
+      return units * (options.image_mode === 'understand' && vision ? CREDITS_PER_IMAGE_UNDERSTAND : CREDITS_PER_IMAGE_OCR);
     case 'word':
     case 'powerpoint':
       return started(units, PAGES_PER_CREDIT);

@@ -19,7 +19,11 @@ export function parseArgs(argv: string[]): Parsed {
   return { words, flags };
 }
 
+/** The command line itself is wrong: the message, then the usage text (exit 2). */
 export class UsageError extends Error {}
+
+/** What the command names does not exist (an account, a key): the message alone (exit 1). */
+export class NotFound extends Error {}
 
 export function need(p: Parsed, name: string): string {
   const v = p.flags[name];

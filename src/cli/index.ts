@@ -8,7 +8,7 @@ import {
   createAccount, createKey, getAccount, listAccounts, revokeKey, updateAccount, PLANS, SCOPES, type Plan, type Scope, type Subscription,
 } from '../store/accounts.js';
 import { grantCredits, readLedger, MAX_GRANT } from '../billing/ledger.js';
-import { parseArgs, need, UsageError, type Parsed } from './args.js';
+import { parseArgs, need, NotFound, UsageError, type Parsed } from './args.js';
 import { ApiFailure, clientEnv, convertCommand, estimateCommand } from './client.js';
 
 const USAGE = `Usage: docpipe <command>
@@ -80,7 +80,7 @@ export async function admin(p: Parsed, out: Out): Promise<void> {
       const sub = typeof p.flags.subscription === 'string' ? p.flags.subscription as Subscription : undefined;
       if (sub && !['active', 'canceled', 'past_due'].includes(sub)) throw new UsageError(`unknown subscription state "${sub}"`);
       const ok = await withDb((db) => updateAccount(db.sql, id, { plan, subscription: sub }));
-      if (!ok) throw new UsageError(`no account ${id}`);
+      if (!ok) throw new NotFound(`no account ${id}`);
       out(`account ${id} updated`);
       return;
     }
@@ -88,7 +88,7 @@ export async function admin(p: Parsed, out: Out): Promise<void> {
       const id = need(p, 'account');
       const scopes = scopesOf(p);
       const k = await withDb((db) => createKey(db.sql, id, scopes).catch((e: Error) => {
-        throw /foreign key/.test(e.message) ? new UsageError(`no account ${id}`) : e;
+        throw /foreign key/.test(e.message) ? new NotFound(`no account ${id}`) : e;
       }));
       out(`key ${k.id} ${k.key}`);
       out(`scopes ${scopes.join(',')} (the key is shown only now)`);
@@ -97,7 +97,7 @@ export async function admin(p: Parsed, out: Out): Promise<void> {
     case 'keys revoke': {
       const id = need(p, 'key-id');
       const ok = await withDb((db) => revokeKey(db.sql, id));
-      if (!ok) throw new UsageError(`no active key ${id}`);
+      if (!ok) throw new NotFound(`no active key ${id}`);
       out(`key ${id} revoked; running servers may still accept it for up to ${KEY_CACHE_S} s (their key cache)`);
       return;
     }
@@ -108,7 +108,7 @@ export async function admin(p: Parsed, out: Out): Promise<void> {
       const note = typeof p.flags.note === 'string' ? p.flags.note : 'admin grant';
       const config = loadConfig();
       await withDb(async (db) => {
-        if (!(await getAccount(db.sql, id))) throw new UsageError(`no account ${id}`);
+        if (!(await getAccount(db.sql, id))) throw new NotFound(`no account ${id}`);
         // With Redis, the gate's copy of a loaded balance moves too; otherwise the next request
         // rebuilds it from the ledger, which already holds the grant.
         await grantCredits(db.sql, id, amount, note, config.redisUrl ? { url: config.redisUrl, prefix: config.redisPrefix } : undefined);
@@ -119,7 +119,7 @@ export async function admin(p: Parsed, out: Out): Promise<void> {
     case 'credits balance': {
       const id = need(p, 'account');
       await withDb(async (db) => {
-        if (!(await getAccount(db.sql, id))) throw new UsageError(`no account ${id}`);
+        if (!(await getAccount(db.sql, id))) throw new NotFound(`no account ${id}`);
         const l = await readLedger(db.sql, id);
         out(`${id} balance ${l.balance} (${l.reservations.length} open reservations)`);
       });
@@ -142,7 +142,7 @@ export async function main(argv: string[], out: Out = (l) => console.log(l), err
     await admin(p, out);
     return 0;
   } catch (e) {
-    if (e instanceof ApiFailure) {
+    if (e instanceof ApiFailure || e instanceof NotFound) {
       err(`docpipe: ${e.message}`);
       return 1;
     }

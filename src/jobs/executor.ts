@@ -26,6 +26,9 @@ export interface ExecutorSettings {
 }
 
 export interface Executor {
+  /** True when its conversions run with a vision model (ExecutorSettings.ai): what options
+   *  that want one (`image_mode: understand`) are priced by. */
+  readonly vision?: boolean;
   run(task: Task, signal: AbortSignal, onProgress?: (done: number, total: number) => void): Promise<RunResult>;
   /** The source's size in priced units (Converter.count), counted where conversions run: the
    *  parsers behind a count (mupdf, sharp) never load on the event loop of a pool's server.
@@ -60,7 +63,10 @@ export async function countTask(task: Task): Promise<Count> {
 
 export class InlineExecutor implements Executor {
   private running = 0;
-  constructor(private settings: ExecutorSettings) {}
+  readonly vision: boolean;
+  constructor(private settings: ExecutorSettings) {
+    this.vision = settings.ai !== undefined;
+  }
 
   async run(task: Task, signal: AbortSignal, onProgress: (done: number, total: number) => void = () => {}): Promise<RunResult> {
     this.running++;

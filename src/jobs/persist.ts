@@ -47,7 +47,8 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
       fetched: s.fetched, failure: s.failure,
     };
   });
-  // A URL whose fetch failed at admission has nothing left to convert: it gets no job.
+  // A URL whose fetch failed at admission, or a source of the wrong type, has nothing to
+  // convert: it gets no job.
   const jobs = sources.flatMap((s) => (s.failure ? [] : [{ id: newId('job'), sourceId: s.id }]));
   const conv = { id: conversionId, accountId: p.accountId, expiresAt };
   const outputs: NewFile[][] = [];
@@ -130,7 +131,8 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
 
 /** Renders small Markdown sources in this thread; undefined when the request is not that. */
 async function renderNow(ctx: Pick<ConversionContext, 'inline'>, req: ConvertRequest, planned: PlannedEstimate[]): Promise<RunResult[] | undefined> {
-  if (!isRender(req.kind) || planned.length > SYNC_MAX_SOURCES) return undefined;
+  // A source of the wrong type is a failed file, recorded with the jobs of the others.
+  if (!isRender(req.kind) || planned.length > SYNC_MAX_SOURCES || planned.some((s) => s.failure)) return undefined;
   if (planned.reduce((n, s) => n + s.bytes, 0) > INLINE_RENDER_BYTES) return undefined;
   try {
     // Within the byte budget the sources are small: reading an uploaded one to count its markers is cheap.

@@ -1,7 +1,9 @@
 // Planning a request's sources (ConversionService.plan, for estimate and submit alike): sniff,
 // count and price each one. A URL source is fetched here, at admission, and priced as the fetch
 // plus what it fetched, as its kind, so the estimate is exact and submit reserves exactly that;
-// a fetch that fails is kept as that source's failure (it costs nothing).
+// a fetch that fails is kept as that source's failure (it costs nothing). So is a source that is
+// not of the endpoint's kind, beside others that are: one wrong file fails only itself. A request
+// none of whose sources is of the endpoint's kind (a single source, say) is refused with 415.
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -22,27 +24,66 @@ type Planning = Pick<ConversionContext, 'blobs' | 'urlFetch' | 'executor'>;
 const URL_FETCHES_AT_ONCE = 4;
 
 /**
- * Sniffs, counts and prices every staged source; 415 for a source that is not of the
- * endpoint's kind. A URL source is fetched here into a file handed to `track`, and priced as
- * the fetch plus what it fetched; a fetch that fails is kept as the source's `failure`.
+ * Sniffs, counts and prices every staged source. A source that is not of the endpoint's kind
+ * is kept as that source's `failure` (415 input_format_mismatch, priced 0), unless no source of
+ * the request is of that kind: then the request is refused with the first one's 415. A URL
+ * source is fetched here into a file handed to `track`, and priced as the fetch plus what it
+ * fetched; a fetch that fails is kept as the source's `failure`.
  */
 export async function planSources(ctx: Planning, req: ConvertRequest, track: Track): Promise<PlannedEstimate[]> {
   if (req.kind === 'url') {
-    // Every source is a URL before anything is fetched.
-    for (const s of req.sources) await sniff(req.kind, await peekFile(s.path, s.name, s.mime));
-    return inOrder(req.sources, URL_FETCHES_AT_ONCE, (s) => planFetch(ctx, s, req.options, track));
+    // Every source is looked at before anything is fetched.
+    const fits = await Promise.all(req.sources.map(async (s) => mismatchOf(async () => sniff(req.kind, await peekFile(s.path, s.name, s.mime)))));
+    refuseWhenNoneFits(fits);
+    return inOrder(req.sources, URL_FETCHES_AT_ONCE, (s, i) => {
+      const mismatch = fits[i];
+      return mismatch ? Promise.resolve(failed(s, mismatch)) : planFetch(ctx, s, req.options, track);
+    });
   }
   const out: PlannedEstimate[] = [];
   for (const s of req.sources) {
     const peek = s.data ? peekBytes(s.data, s.name, s.mime) : await peekFile(s.path, s.name, s.mime);
-    const conv = await sniff(req.kind, peek);
-    const count = s.data ? renderCount(s.data.length) : await countOf(ctx, conv, s.path, s.name, req.options);
-    const mime = s.mime && s.mime !== 'application/octet-stream' ? s.mime : conv.mediaTypes[0]!;
+    let conv: Converter | undefined;
+    let count: Count | undefined;
+    // A converter's count may find the mismatch too (a workbook renamed .docx).
+    const mismatch = await mismatchOf(async () => {
+      conv = await sniff(req.kind, peek);
+      count = s.data ? renderCount(s.data.length) : await countOf(ctx, conv, s.path, s.name, req.options);
+    });
+    if (mismatch) {
+      out.push({ ...failed(s, mismatch), peek, data: s.data });
+      continue;
+    }
+    const mime = s.mime && s.mime !== 'application/octet-stream' ? s.mime : conv!.mediaTypes[0]!;
     out.push({
-      name: s.name, peek, mime, bytes: s.bytes, path: s.path, data: s.data, count, credits: priceSource(req.kind, count, req.options),
+      name: s.name, peek, mime, bytes: s.bytes, path: s.path, data: s.data, count: count!,
+      credits: priceSource(req.kind, count!, req.options, { vision: ctx.executor.vision === true }),
     });
   }
+  refuseWhenNoneFits(out.map((s) => (s.failure?.code === 'input_format_mismatch' ? s.failure : undefined)));
   return out;
+}
+
+/** The 415 that `step` throws, if it throws one (any other failure goes on up). */
+async function mismatchOf(step: () => Promise<unknown>): Promise<ApiError | undefined> {
+  try {
+    await step();
+    return undefined;
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'input_format_mismatch') return err;
+    throw err;
+  }
+}
+
+/** A request none of whose sources is of the endpoint's kind is refused as a whole. */
+function refuseWhenNoneFits(mismatches: Array<ApiError | undefined>): void {
+  if (mismatches.length > 0 && mismatches.every((m) => m !== undefined)) throw mismatches[0]!;
+}
+
+/** A source kept as a failed file: it costs nothing and is not converted. */
+function failed(s: StagedSource, failure: ApiError): PlannedEstimate {
+  const mime = s.mime && s.mime !== 'application/octet-stream' ? s.mime : 'application/octet-stream';
+  return { name: s.name, mime, bytes: s.bytes, path: s.path, count: { pages: 0, units: 0 }, credits: 0, failure };
 }
 
 /** Fetches one URL source next to the staged files and prices what came back, as its kind. */
@@ -55,7 +96,7 @@ async function planFetch(ctx: Planning, s: StagedSource, options: ConvertOptions
     const count = await countOf(ctx, conv, doc.file, doc.name, options);
     return {
       name: s.name, mime: doc.mime, bytes: (await stat(doc.file)).size, path: doc.file, count,
-      credits: priceSource('url', count, options, { kind: conv.kind, count }),
+      credits: priceSource('url', count, options, { vision: ctx.executor.vision === true, fetched: { kind: conv.kind, count } }),
       fetched: { url: doc.finalUrl.href, kind: conv.kind },
     };
   } catch (err) {
@@ -83,13 +124,13 @@ async function countOf(ctx: Planning, conv: Converter, file: string, name: strin
 }
 
 /** `fn` over `items`, at most `limit` at a time; the results in the items' order. */
-async function inOrder<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+async function inOrder<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
   const lane = async (): Promise<void> => {
     while (next < items.length) {
       const i = next++;
-      out[i] = await fn(items[i]!);
+      out[i] = await fn(items[i]!, i);
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));

@@ -4,7 +4,7 @@
 // settles its credits in that transaction and tells the gate after.
 import { readFile, stat } from 'node:fs/promises';
 import { ApiError, fileProblem, isDependencyDown } from '../errors.js';
-import { isRender, ENDPOINTS } from '../converters/registry.js';
+import { isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
 import type { ConverterKind, ConvertOptions, Count } from '../converters/types.js';
 import { priceSource } from '../billing/pricing.js';
 import { settleRows, type Settlement } from '../billing/ledger.js';
@@ -93,7 +93,7 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
     const index = Math.floor(Number(c.position) / 8);
     const out = await outputFiles(ctx, conv.accountId, source, index, result);
     staged = out.staged;
-    const credits = chargeFor(kind, fetched?.kind, result.pageCount, options, source.credits, result.units);
+    const credits = chargeFor(kind, fetched?.kind, result, options, source.credits);
     status = await record({ outputs: out.files, pages: result.pageCount, credits });
   } catch (err) {
     if (!converting && isDependencyDown(err)) {
@@ -135,18 +135,24 @@ export async function recording<T>(signal: AbortSignal, write: () => Promise<T>,
 
 /**
  * What a converted source costs: the price reserved for it, except that a PDF (sent, or fetched
- * from a URL) costs the pages the converter processed, and a source whose converter counted
- * what it converted (`units`: a legacy file's OOXML twin) costs that count; never more than
- * was reserved.
+ * from a URL) costs the pages the converter processed, an image understood without the vision
+ * model (it did not answer: variant standard) costs what ran, OCR, and a source whose converter
+ * counted what it converted (`units`: a legacy file's OOXML twin) costs that count; never more
+ * than was reserved.
  */
-function chargeFor(kind: ConverterKind, fetchedKind: ConverterKind | undefined, pageCount: number,
-  options: ConvertOptions, reserved: number, units?: number): number {
-  const pages: Count = { pages: pageCount, units: pageCount };
-  if (kind === 'pdf') return Math.min(reserved, priceSource('pdf', pages, options));
-  if (kind === 'url' && fetchedKind === 'pdf') return Math.min(reserved, priceSource('url', pages, options, { kind: 'pdf', count: pages }));
-  if (units !== undefined) {
-    const counted: Count = { pages: pageCount, units };
-    const price = kind === 'url' && fetchedKind ? priceSource('url', counted, options, { kind: fetchedKind, count: counted }) : priceSource(kind, counted, options);
+function chargeFor(kind: ConverterKind, fetchedKind: ConverterKind | undefined, result: RunResult,
+  options: ConvertOptions, reserved: number): number {
+  const count: Count = { pages: result.pageCount, units: result.pageCount };
+  const at = { vision: result.variant === 'ai_enhanced' };
+  if (kind === 'pdf' || kind === 'image') return Math.min(reserved, priceSource(kind, count, options, at));
+  if (kind === 'url' && (fetchedKind === 'pdf' || fetchedKind === 'image')) {
+    return Math.min(reserved, priceSource('url', count, options, { ...at, fetched: { kind: fetchedKind, count } }));
+  }
+  if (result.units !== undefined) {
+    const counted: Count = { pages: result.pageCount, units: result.units };
+    const price = kind === 'url' && fetchedKind
+      ? priceSource('url', counted, options, { ...at, fetched: { kind: fetchedKind, count: counted } })
+      : priceSource(kind, counted, options, at);
     return Math.min(reserved, price);
   }
   return reserved;

@@ -60,6 +60,7 @@ export class PoolExecutor implements Executor {
   readonly taskTimeoutMs: number;
   readonly heapMb: number;
   readonly highWaterMark: number;
+  readonly vision: boolean;
   private readonly pool: Piscina<WorkerRequest | CountRequest, WorkerReply | CountReply>;
   private readonly allowTestModules: boolean;
   private running = 0;
@@ -70,6 +71,7 @@ export class PoolExecutor implements Executor {
     this.taskTimeoutMs = opts.taskTimeoutMs ?? 120_000;
     this.heapMb = opts.heapMb ?? DEFAULT_HEAP_MB;
     this.highWaterMark = opts.highWaterMark ?? this.threads * 4;
+    this.vision = settings.ai !== undefined;
     this.allowTestModules = opts.allowTestModules === true;
     this.pool = new Piscina<WorkerRequest | CountRequest, WorkerReply | CountReply>({
       filename: WORKER_FILE.href,

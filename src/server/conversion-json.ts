@@ -1,8 +1,10 @@
 // The Conversion and File objects exactly as the API shows them (spec: "Resources and their
-// fields"), built from rows. Lists leave file contents out; GET of one conversion includes them.
-import type { Sql } from '../store/db.js';
+// fields"), built from rows read in one snapshot (store/conversions.ts readConversion), so that
+// `summary` and `status` agree with the files beside them. Lists leave file contents out; GET of
+// one conversion includes them. Every representation shows the balance (`credits_remaining`) the
+// same way: the caller reads it and passes it in.
 import {
-  FILES_PAGE, filesPage, sourceCounts, type ConversionRow, type FileRow, type FileStatus,
+  FILES_PAGE, type ConversionRow, type ConversionSnapshot, type FileRow, type FileStatus,
 } from '../store/conversions.js';
 
 export interface FileJson {
@@ -40,7 +42,8 @@ export interface ConversionJson {
   links: { self: string };
   metadata: unknown;
   summary: { sources: number; queued: number; running: number; completed: number; failed: number };
-  usage: { credits_reserved: number; credits_charged: number; credits_remaining: number | null };
+  /** credits_remaining: the account's balance when the answer was made, in every representation. */
+  usage: { credits_reserved: number; credits_charged: number; credits_remaining: number };
 }
 
 function fileJson(conversionId: string, f: FileRow): FileJson {
@@ -81,31 +84,24 @@ export function decodeCursor(cursor: string): Record<string, unknown> | undefine
   }
 }
 
-export async function conversionJson(
-  sql: Sql, row: ConversionRow,
-  opts: { withContent: boolean; filesAfter?: number; balance?: number | null },
-): Promise<ConversionJson> {
-  const [page, counts] = await Promise.all([
-    filesPage(sql, row.id, opts.filesAfter ?? -1, opts.withContent),
-    sourceCounts(sql, [row.id]),
-  ]);
-  return build(row, page, counts.get(row.id), opts.balance ?? null);
+/** A conversion as read in one snapshot, with the account's balance. */
+export function conversionJson(snap: ConversionSnapshot, balance: number): ConversionJson {
+  return build(snap.row, snap.files, snap.counts, balance);
+}
+
+/** A page of the listing, read in one snapshot. */
+export function conversionsJson(snaps: ConversionSnapshot[], balance: number): ConversionJson[] {
+  return snaps.map((s) => conversionJson(s, balance));
 }
 
 /** A conversion whose rows are all in hand (fewer than a page of files): no query. */
-export function snapshotJson(row: ConversionRow, files: FileRow[], balance: number | null): ConversionJson {
+export function snapshotJson(row: ConversionRow, files: FileRow[], balance: number): ConversionJson {
   const counts: Record<FileStatus, number> = { queued: 0, running: 0, completed: 0, failed: 0 };
   for (const f of files) if (f.role === 'source' && f.status) counts[f.status]++;
   return build(row, files, counts, balance);
 }
 
-export async function conversionsJson(sql: Sql, rows: ConversionRow[]): Promise<ConversionJson[]> {
-  const counts = await sourceCounts(sql, rows.map((r) => r.id));
-  const pages = await Promise.all(rows.map((r) => filesPage(sql, r.id, -1, false)));
-  return rows.map((r, i) => build(r, pages[i]!, counts.get(r.id), null));
-}
-
-function build(row: ConversionRow, page: FileRow[], counts: Record<FileStatus, number> | undefined, balance: number | null): ConversionJson {
+function build(row: ConversionRow, page: FileRow[], counts: Record<FileStatus, number>, balance: number): ConversionJson {
   const more = page.length > FILES_PAGE;
   const files = more ? page.slice(0, FILES_PAGE) : page;
   const out = files.map((f) => fileJson(row.id, f));
@@ -114,7 +110,6 @@ function build(row: ConversionRow, page: FileRow[], counts: Record<FileStatus, n
   files.forEach((f, i) => {
     if (f.role === 'output' && f.source_id) bySource.get(f.source_id)?.outputs?.push({ id: out[i]!.id, format: f.format });
   });
-  const c = counts ?? { queued: 0, running: 0, completed: 0, failed: 0 };
   return {
     id: row.id,
     object: 'conversion',
@@ -128,7 +123,7 @@ function build(row: ConversionRow, page: FileRow[], counts: Record<FileStatus, n
     files_next_cursor: more ? encodeCursor({ p: files[files.length - 1]!.position }) : null,
     links: { self: `/v1/conversions/${row.id}` },
     metadata: row.metadata ?? null,
-    summary: { sources: c.queued + c.running + c.completed + c.failed, ...c },
+    summary: { sources: counts.queued + counts.running + counts.completed + counts.failed, ...counts },
     usage: { credits_reserved: row.credits_reserved, credits_charged: row.credits_charged, credits_remaining: balance },
   };
 }

@@ -62,9 +62,20 @@ function kindFields(kind: ConverterKind): Record<string, Schema> {
         enum: ['fast', 'accurate'],
         description: 'fast (default): ruled tables and tables aligned by whitespace; accurate: also rows with one short piece inside a table (section labels, sparse columns). quality max implies accurate.',
       },
-      figures: { enum: ['placeholder', 'describe'] }, ocr: { type: 'boolean' }, languages,
+      figures: {
+        enum: ['placeholder', 'describe'],
+        description: 'describe: a description under each figure, by the vision model when one is configured, else the built-in one (which says so). No extra charge.',
+      },
+      ocr: { type: 'boolean' }, languages,
     };
-    case 'image': return { image_mode: { enum: ['ocr', 'understand'] }, languages };
+    case 'image': return {
+      image_mode: {
+        enum: ['ocr', 'understand'],
+        description: 'understand: a description before the text, by the configured vision model (5 credits an image, variant ai_enhanced); '
+          + 'without one, or when it does not answer, by the built-in analysis, which says so, priced as ocr (2 credits, variant standard).',
+      },
+      languages,
+    };
     case 'html': return { html: s, htmls: list, text: s, texts: list, base_url: uri };
     case 'url': return { url: uri, urls: { ...list, items: uri } };
     case 'text': return { text: s, texts: list };
@@ -110,17 +121,25 @@ function convertOps(): Op[] {
     return [{
       method: 'post', path: `/v1/convert/${ENDPOINTS[kind]}`, id: `convert_${id}`, tag: 'Convert', scope: 'convert',
       summary: `Convert ${label}`, params: ['IdempotencyKey', 'Prefer', 'Wait'], body,
-      responses: answers({ 200: conv('Finished inside the wait window.'), 202: conv('Still running; async_reason says why.') }, SUBMIT_ERRORS),
+      responses: answers({
+        200: conv('Finished inside the wait window. A source of the wrong type beside sources of the right one is a failed file '
+          + '(input_format_mismatch, no charge) and the others convert; 415 only when no source is of the endpoint\'s kind.'),
+        202: conv('Still running; async_reason says why.'),
+      }, SUBMIT_ERRORS),
     }, {
       method: 'post', path: `/v1/convert/${ENDPOINTS[kind]}/estimate`, id: `estimate_${id}`, tag: 'Estimate', scope: 'read',
       summary: `Price a ${label} conversion without doing it`, body,
-      responses: answers({ 200: ok('The price; no conversion is created, nothing is reserved.', ref('EstimateResult')) }, ESTIMATE_ERRORS),
+      responses: answers({
+        200: ok('The price; no conversion is created, nothing is reserved. A source that cannot be priced beside others carries '
+          + 'its error; when none can be priced the answer is the first one\'s Problem.', ref('EstimateResult')),
+      }, ESTIMATE_ERRORS),
     }];
   });
 }
 
-const SSE = 'text/event-stream: `progress` events ({id, status, files: [{id, name, status, pages_done, pages_total}]}) on '
-  + 'every change, then `done` with the Conversion (without file contents), or `deleted`; then the stream ends.';
+const SSE = 'text/event-stream: `progress` events ({id, status, files: [{id, name, status, pages_done, pages_total}]}, read in '
+  + 'one snapshot) on every change, then `done` with the Conversion as GET shows it (without file contents; `usage.credits_remaining` '
+  + 'is the balance), or `deleted`; then the stream ends.';
 
 export function operations(): Op[] {
   return [

@@ -50,7 +50,10 @@ const schemas: Record<string, Schema> = {
       id: str('file_…'), object: { const: 'file' }, name: str(), mime: str(), role: enumOf(['source', 'output']),
       status: nullable(enumOf(FILE_STATUS)),
       format: { ...enumOf(FORMATS), description: 'On outputs only.' },
-      variant: { ...enumOf(['standard', 'ai_enhanced']), description: 'On outputs only.' },
+      variant: {
+        ...enumOf(['standard', 'ai_enhanced']),
+        description: 'On outputs only: ai_enhanced when a vision model wrote descriptions in it (and was charged for), else standard.',
+      },
       bytes: nullable(int()), pages: nullable(int()), credits: nullable(int()),
       content: nullable(str('Inline content of an output up to 1 MB; null in lists and for larger files.')),
       error: nullable(ref('Problem')),
@@ -75,11 +78,15 @@ const schemas: Record<string, Schema> = {
       metadata: { description: 'The caller\'s own data, returned unchanged.' },
       summary: {
         type: 'object',
+        description: 'Counts of the sources by status, read in the same snapshot as `status` and `files`: they always agree.',
         properties: { sources: int(), queued: int(), running: int(), completed: int(), failed: int() },
       },
       usage: {
         type: 'object',
-        properties: { credits_reserved: int(), credits_charged: int(), credits_remaining: nullable(int()) },
+        properties: {
+          credits_reserved: int(), credits_charged: int(),
+          credits_remaining: int('The account\'s balance when this was answered, in every representation (answers, lists, the events stream\'s done, webhook events).'),
+        },
       },
     },
   },
@@ -99,7 +106,18 @@ const schemas: Record<string, Schema> = {
     properties: {
       sources: {
         type: 'array', description: 'One entry per source, in request order.',
-        items: { type: 'object', required: ['name', 'pages', 'credits'], properties: { name: str(), pages: int(), credits: int() } },
+        items: {
+          type: 'object', required: ['name', 'pages', 'credits'],
+          properties: {
+            name: str(), pages: int(), credits: int(),
+            error: {
+              ...ref('Problem'),
+              description: 'A source that cannot be priced beside others that can (a file of the wrong type, a URL that cannot be '
+                + 'fetched): the Problem its failed file would carry at submit; its credits and pages are 0. When no source can '
+                + 'be priced the answer is that Problem itself.',
+            },
+          },
+        },
       },
       credits_total: int('Sum of the credits of all sources.'),
       balance: int('The account\'s current credit balance.'),

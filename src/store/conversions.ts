@@ -188,6 +188,64 @@ export interface FileRow {
 
 export const FILES_PAGE = 100;
 
+/** A conversion with a page of its files and its sources' counts, as one snapshot saw them. */
+export interface ConversionSnapshot {
+  row: ConversionRow;
+  /** Up to FILES_PAGE + 1 files after the page's position (one more says there are more). */
+  files: FileRow[];
+  counts: Record<FileStatus, number>;
+}
+
+export interface FilesWanted {
+  /** Files after this position (-1: from the first). */
+  after: number;
+  withContent: boolean;
+}
+
+/**
+ * Reads a conversion, a page of its files and its sources' counts in one snapshot (a repeatable
+ * read transaction): a source that finishes between the reads is seen by all of them or by none,
+ * so the summary and status shown always agree with the files shown beside them.
+ */
+export async function readConversion(sql: Sql, accountId: string, id: string, wanted: FilesWanted): Promise<ConversionSnapshot | undefined> {
+  return snapshotRead(sql, async (tx) => {
+    const [row] = await tx`select * from conversions where id = ${id} and account_id = ${accountId}`;
+    if (!row) return undefined;
+    return conversionParts(tx, row as ConversionRow, wanted);
+  });
+}
+
+/** A page of the account's conversions (see listConversionRows), each with its first page of
+ *  files (without contents) and its counts, all in one snapshot (see readConversion). */
+export async function readConversions(sql: Sql, accountId: string, limit: number, after?: { createdAt: Date; id: string })
+  : Promise<ConversionSnapshot[]> {
+  return snapshotRead(sql, async (tx) => {
+    const rows = await listConversionRows(tx, accountId, limit, after);
+    const counts = await sourceCounts(tx, rows.map((r) => r.id));
+    const pages = await Promise.all(rows.map((r) => filesPage(tx, r.id, -1, false)));
+    return rows.map((row, i) => ({ row, files: pages[i]!, counts: counts.get(row.id) ?? noCounts() }));
+  });
+}
+
+/** The files and counts of a conversion row already read with `sql` (inside the caller's
+ *  transaction when it must agree with the row). */
+export async function conversionParts(sql: Sql, row: ConversionRow, wanted: FilesWanted): Promise<ConversionSnapshot> {
+  const [files, counts] = await Promise.all([
+    filesPage(sql, row.id, wanted.after, wanted.withContent),
+    sourceCounts(sql, [row.id]),
+  ]);
+  return { row, files, counts: counts.get(row.id) ?? noCounts() };
+}
+
+/** `read` in a read-only repeatable read transaction: every statement sees the same snapshot. */
+export function snapshotRead<T>(sql: Sql, read: (tx: Sql) => Promise<T>): Promise<T> {
+  return sql.begin('isolation level repeatable read read only', (tx) => read(tx as unknown as Sql)) as Promise<T>;
+}
+
+function noCounts(): Record<FileStatus, number> {
+  return { queued: 0, running: 0, completed: 0, failed: 0 };
+}
+
 /** Files of a conversion in order, FILES_PAGE at a time after the `after` position. */
 export async function filesPage(sql: Sql, conversionId: string, after: number, withContent: boolean): Promise<FileRow[]> {
   const rows = withContent
@@ -209,14 +267,14 @@ export async function getFileRow(sql: Sql, accountId: string, conversionId: stri
   return row as FileRow | undefined;
 }
 
-export async function sourceCounts(sql: Sql, conversionIds: string[]): Promise<Map<string, Record<FileStatus, number>>> {
+async function sourceCounts(sql: Sql, conversionIds: string[]): Promise<Map<string, Record<FileStatus, number>>> {
   const out = new Map<string, Record<FileStatus, number>>();
   if (conversionIds.length === 0) return out;
   const rows = await sql`select conversion_id, status, count(*)::int as n from files
                          where conversion_id in ${sql(conversionIds)} and role = 'source'
                          group by conversion_id, status`;
   for (const r of rows) {
-    const m = out.get(r.conversion_id as string) ?? { queued: 0, running: 0, completed: 0, failed: 0 };
+    const m = out.get(r.conversion_id as string) ?? noCounts();
     m[r.status as FileStatus] = r.n as number;
     out.set(r.conversion_id as string, m);
   }

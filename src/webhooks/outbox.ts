@@ -3,9 +3,12 @@
 // status change committed. It writes the event (its exact JSON body, built now: every retry sends
 // the same bytes) and one pending delivery per enabled endpoint of the account subscribed to the
 // event type; with no such endpoint it writes nothing. Dispatchers in this process are woken.
+// The Conversion in the event is the one GET shows, its `credits_remaining` the balance as the
+// ledger stands in that transaction (the conversion's own charge included).
 import type { Sql } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import type { ConversionRow, ConversionStatus } from '../store/conversions.js';
+import { conversionParts, type ConversionRow, type ConversionStatus } from '../store/conversions.js';
+import { readLedger } from '../billing/ledger.js';
 import { conversionJson } from '../server/conversion-json.js';
 
 export const EVENT_TYPES = ['conversion.completed', 'conversion.failed'] as const;
@@ -47,7 +50,8 @@ export async function enqueueConversionEvent(tx: Sql, conversionId: string): Pro
   if (endpoints.length === 0) return undefined;
   const id = newId('evt');
   const createdAt = new Date();
-  const body = eventBody(id, type, createdAt, await conversionJson(tx, conv, { withContent: false }));
+  const parts = await conversionParts(tx, conv, { after: -1, withContent: false });
+  const body = eventBody(id, type, createdAt, conversionJson(parts, (await readLedger(tx, conv.account_id)).balance));
   await tx`insert into webhook_events (id, account_id, type, conversion_id, body, created_at)
            values (${id}, ${conv.account_id}, ${type}, ${conv.id}, ${body}, ${createdAt})`;
   const ids = endpoints.map((e) => e.id as string);

@@ -12,6 +12,8 @@ interface Vector {
   units: number;
   options?: Partial<ConvertOptions>;
   fetched?: Fetched;
+  /** A vision model is configured (default: yes). */
+  vision?: boolean;
   credits: number;
 }
 
@@ -32,6 +34,10 @@ const vectors: Vector[] = [
   { name: 'an image costs 5 in understand mode', kind: 'image', units: 1, options: { image_mode: 'understand' }, credits: 5 },
   { name: 'a 3-frame TIFF costs 2 per frame', kind: 'image', units: 3, credits: 6 },
   { name: 'a 3-frame TIFF understood costs 5 per frame', kind: 'image', units: 3, options: { image_mode: 'understand' }, credits: 15 },
+  { name: 'an image understood without a vision model costs the OCR price', kind: 'image', units: 1, options: { image_mode: 'understand' }, vision: false, credits: 2 },
+  { name: 'a 3-frame TIFF understood without a vision model costs 2 per frame', kind: 'image', units: 3, options: { image_mode: 'understand' }, vision: false, credits: 6 },
+  { name: 'figures: describe adds nothing to a PDF, with a vision model', kind: 'pdf', units: 4, options: { figures: 'describe' }, credits: 4 },
+  { name: 'figures: describe adds nothing to a PDF, without one', kind: 'pdf', units: 4, options: { figures: 'describe' }, vision: false, credits: 4 },
   { name: 'PDF options do not change an image price', kind: 'image', units: 1, options: { quality: 'max', ocr: true }, credits: 2 },
   { name: 'a 1-page Word document costs 1', kind: 'word', units: 1, credits: 1 },
   { name: 'exactly 10 Word pages cost 1', kind: 'word', units: 10, credits: 1 },
@@ -60,13 +66,14 @@ const vectors: Vector[] = [
   { name: 'a URL that fetched a 20-page PDF costs 1 + 20', kind: 'url', units: 1, fetched: { kind: 'pdf', count: count(20) }, credits: 21 },
   { name: 'a URL passes its options to the fetched PDF', kind: 'url', units: 1, options: { ocr: true, quality: 'max' }, fetched: { kind: 'pdf', count: count(2) }, credits: 19 },
   { name: 'a URL that fetched an image understood costs 1 + 5', kind: 'url', units: 1, options: { image_mode: 'understand' }, fetched: { kind: 'image', count: count(1) }, credits: 6 },
+  { name: 'a URL that fetched an image understood without a vision model costs 1 + 2', kind: 'url', units: 1, options: { image_mode: 'understand' }, vision: false, fetched: { kind: 'image', count: count(1) }, credits: 3 },
   { name: 'a URL that fetched an empty text costs 1 + the minimum 1', kind: 'url', units: 0, fetched: { kind: 'text', count: count(0) }, credits: 2 },
   { name: 'a URL that fetched Markdown to render costs only the fetch', kind: 'url', units: 1, fetched: { kind: 'markdown-html', count: count(900) }, credits: 1 },
 ];
 
 for (const v of vectors) {
   t.test(v.name, async (t) => {
-    t.equal(priceSource(v.kind, count(v.units), { ...base, ...v.options }, v.fetched), v.credits);
+    t.equal(priceSource(v.kind, count(v.units), { ...base, ...v.options }, { vision: v.vision ?? true, fetched: v.fetched }), v.credits);
   });
 }
 
@@ -76,12 +83,12 @@ t.test('every converter kind has at least one vector', async (t) => {
 });
 
 t.test('a URL priced without what it fetched is a caller bug', async (t) => {
-  t.throws(() => priceSource('url', count(1), base), TypeError);
-  t.throws(() => priceSource('url', count(1), base, { kind: 'url', count: count(1) }), TypeError);
+  t.throws(() => priceSource('url', count(1), base, { vision: true }), TypeError);
+  t.throws(() => priceSource('url', count(1), base, { vision: true, fetched: { kind: 'url', count: count(1) } }), TypeError);
 });
 
 t.test('a negative or fractional unit count is refused, not priced', async (t) => {
-  t.throws(() => priceSource('pdf', count(-1), base), TypeError);
-  t.throws(() => priceSource('text', count(1.5), base), TypeError);
-  t.throws(() => priceSource('excel', count(Number.NaN), base), TypeError);
+  t.throws(() => priceSource('pdf', count(-1), base, { vision: true }), TypeError);
+  t.throws(() => priceSource('text', count(1.5), base, { vision: true }), TypeError);
+  t.throws(() => priceSource('excel', count(Number.NaN), base, { vision: true }), TypeError);
 });

@@ -57,7 +57,7 @@ for (const mode of ['postgres', 'embedded'] as const) {
     const listed = await cli(env, 'accounts', 'list');
     t.match(listed.out, `${accountId}\tlite\tactive\tAcme`);
     const bad = await cli(env, 'keys', 'create', '--account', 'acct_nope');
-    t.equal(bad.code, 2);
+    t.equal(bad.code, 1);
     t.match(bad.err, 'no account acct_nope');
     const unknown = await cli(env, 'accounts', 'create', '--plan', 'gold');
     t.equal(unknown.code, 2);

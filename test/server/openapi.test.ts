@@ -166,6 +166,17 @@ for (const mode of MODES) {
         await res.arrayBuffer();
       }
       await conforms(t, w, 'POST', '/v1/convert/text/estimate', '/v1/convert/text/estimate', { json: { text: 'a few words' } });
+      // a binary file beside a text file: an error on its estimate entry, a failed file at submit
+      const mixed = (): FormData => {
+        const fd = new FormData();
+        fd.append('file', new Blob(['plain words']), 'notes.txt');
+        fd.append('file', new Blob([Buffer.from([0x25, 0x50, 0x44, 0x46, 0, 1, 2, 0, 0])]), 'blob.bin');
+        return fd;
+      };
+      const est = await conforms(t, w, 'POST', '/v1/convert/text/estimate', '/v1/convert/text/estimate', { body: mixed() });
+      t.equal(est.body.sources[1].error.error, 'input_format_mismatch');
+      const partial = await conforms(t, w, 'POST', '/v1/convert/text', '/v1/convert/text', { body: mixed() });
+      t.equal(partial.body.status, 'completed_with_errors');
       await conforms(t, w, 'GET', '/healthz', '/healthz', { key: null });
       await conforms(t, w, 'GET', '/readyz', '/readyz', { key: null });
       const missing = await conforms(t, w, 'GET', '/v1/conversions/conv_nope', '/v1/conversions/{id}');

@@ -147,13 +147,24 @@ for (const mode of MODES) {
     });
 
     await t.test('an estimate of a URL that cannot be fetched answers the Problem, and leaves no file', async (t) => {
-      const res = await w.req('POST', '/v1/convert/url/estimate', { json: { urls: [`${base}/docs/three.pdf`, `${base}/gone.pdf`] } });
+      const res = await w.req('POST', '/v1/convert/url/estimate', { json: { url: `${base}/gone.pdf` } });
       t.equal(res.status, 422);
       t.match(res.headers.get('content-type'), /^application\/problem\+json/);
       const p = await res.json() as Problem;
       t.equal(p.error, 'invalid_document');
       t.match(p.detail, new RegExp(`${base}/gone\\.pdf answered HTTP 404`));
-      t.strictSame(await tmpLeft(w), [], 'the document fetched before it is deleted too');
+      t.strictSame(await tmpLeft(w), [], 'nothing is left');
+    });
+
+    await t.test('beside others, a URL that cannot be fetched is listed with its error and the others are priced', async (t) => {
+      const res = await w.req('POST', '/v1/convert/url/estimate', { json: { urls: [`${base}/docs/three.pdf`, `${base}/gone.pdf`] } });
+      t.equal(res.status, 200);
+      const e = await res.json() as Estimate & { sources: Array<{ error?: Problem }> };
+      t.match(e.sources[0], { name: 'three.pdf', pages: 3, credits: 4 });
+      t.notOk('error' in e.sources[0]!);
+      t.match(e.sources[1], { name: 'gone.pdf', pages: 0, credits: 0, error: { error: 'invalid_document', detail: new RegExp(`${base}/gone\\.pdf answered HTTP 404`) } });
+      t.equal(e.credits_total, 4, 'what submit would reserve');
+      t.strictSame(await tmpLeft(w), [], 'the document fetched is deleted too');
     });
 
     await t.test('submit reserves and charges exactly the estimate, and fetches the document once', async (t) => {

@@ -5,7 +5,7 @@ import * as mupdf from 'mupdf';
 import sharp, { type FormatEnum, type Metadata, type Sharp } from 'sharp';
 import { ApiError } from '../../errors.js';
 import { describeImage, dominantColours, parseExif } from './describe.js';
-import { describeWithVision } from '../pdf/vision.js';
+import { describeWithVision, withoutVision } from '../pdf/vision.js';
 import { escapeInline, ocrLanguages, ocrMarkdown, recognize } from '../shared/ocr.js';
 import { estimateLineHeight, ocrScaleLimit, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext, ConvertOptions, ConvertResult } from '../types.js';
@@ -133,6 +133,7 @@ async function understand(src: Source, page: number, ocr: Awaited<ReturnType<typ
       ctx.signal);
     if (text) { block = `${escapeInline(text)}\n\n${block}`; ai = true; }
   }
+  if (!ai) block += `\n- Described by: the built-in analysis, not a vision model (${withoutVision(ctx.ai)})`;
   return { block, ai };
 }
 

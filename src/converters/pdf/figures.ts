@@ -12,7 +12,7 @@ import type { ConvertContext } from '../types.js';
 import type { ImageBox, PageModel } from './extract.js';
 import { escapeText } from './inline.js';
 import { type Frag, type Item, textOf } from './model.js';
-import { describeWithVision } from './vision.js';
+import { describeWithVision, withoutVision } from './vision.js';
 
 const CAPTION_RE = /^(fig(ure)?\.?|image|chart|diagram|photo|plate|illustration|exhibit)\s*[\dIVXivx]+\b/i;
 /** How far from the figure a caption may start, in points. */
@@ -115,6 +115,7 @@ export async function figureMarkdown(f: Figure, opts: FigureOptions): Promise<{ 
           opts.ctx.signal);
         if (ai) { description = ai; aiUsed = true; }
       }
+      if (!aiUsed) description += ` (A built-in description: ${withoutVision(opts.ctx.ai)}.)`;
       parts.push(`> **Figure ${f.number} description:** ${escapeText(description)}`);
     } else if (readable) {
       parts.push(`> **Text in figure ${f.number}:** ${escapeText(text)}`);

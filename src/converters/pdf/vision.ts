@@ -1,7 +1,9 @@
 // The optional vision-model path: when the deployment configures an OpenAI-compatible endpoint
 // (AI_BASE_URL / AI_API_KEY / AI_MODEL, passed in as ctx.ai), figures and images can be
 // described by it. Any failure (network, status, shape, timeout) returns null and the caller
-// keeps its own non-AI description, so the model is an improvement, never a dependency.
+// keeps its own non-AI description, so the model is an improvement, never a dependency. A
+// description the model did not write says so in the output (withoutVision), as the output's
+// variant does (`standard`), and is priced as the work that ran (billing/pricing.ts).
 import type { ConvertContext } from '../types.js';
 
 const TIMEOUT_MS = 60_000;
@@ -37,4 +39,9 @@ export async function describeWithVision(
     signal.throwIfAborted();
     return null;
   }
+}
+
+/** Why a description is the converter's own and not the model's, for the note beside it. */
+export function withoutVision(ai: ConvertContext['ai']): string {
+  return ai ? 'the vision model did not answer' : 'no vision model is configured';
 }

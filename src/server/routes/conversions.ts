@@ -6,7 +6,7 @@ import { sendJson, type Ctx } from '../respond.js';
 import { sendContent } from '../stream-file.js';
 import type { Router } from '../router.js';
 import { conversionJson, conversionsJson, decodeCursor, encodeCursor } from '../conversion-json.js';
-import { getConversionRow, getFileRow, listConversionRows } from '../../store/conversions.js';
+import { getFileRow, readConversion, readConversions } from '../../store/conversions.js';
 
 /** How long a download waits for a committed file's blob to reach its place (see Blobs.whenPlaced). */
 const PLACING_WAIT_MS = 2_000;
@@ -41,13 +41,13 @@ export function registerConversions(router: Router, deps: Deps): void {
       }
       after = { createdAt: new Date(c.t), id: c.i };
     }
-    const rows = await listConversionRows(sql, p.accountId, limit + 1, after);
-    const more = rows.length > limit;
-    const page = more ? rows.slice(0, limit) : rows;
-    const last = page[page.length - 1];
+    const read = await readConversions(sql, p.accountId, limit + 1, after);
+    const more = read.length > limit;
+    const page = more ? read.slice(0, limit) : read;
+    const last = page[page.length - 1]?.row;
     sendJson(ctx, 200, {
       object: 'list',
-      data: await conversionsJson(sql, page),
+      data: conversionsJson(page, await deps.ledger.balance(p.accountId)),
       next_cursor: more && last ? encodeCursor({ t: last.created_at.toISOString(), i: last.id }) : null,
     });
   });
@@ -56,8 +56,6 @@ export function registerConversions(router: Router, deps: Deps): void {
     const p = await principalOf(deps, ctx);
     requireScope(p, 'read');
     requireSubscription(p);
-    const row = await getConversionRow(sql, p.accountId, ctx.params.id!);
-    if (!row) throw new ApiError('not_found', `No conversion ${ctx.params.id}.`);
     let filesAfter = -1;
     const fc = ctx.query.get('files_cursor');
     if (fc) {
@@ -65,8 +63,9 @@ export function registerConversions(router: Router, deps: Deps): void {
       if (!c || typeof c.p !== 'number') throw new ApiError('invalid_request', '"files_cursor" is not a cursor this API returned.');
       filesAfter = c.p;
     }
-    const balance = await deps.ledger.balance(p.accountId);
-    sendJson(ctx, 200, await conversionJson(sql, row, { withContent: true, filesAfter, balance }));
+    const snap = await readConversion(sql, p.accountId, ctx.params.id!, { after: filesAfter, withContent: true });
+    if (!snap) throw new ApiError('not_found', `No conversion ${ctx.params.id}.`);
+    sendJson(ctx, 200, conversionJson(snap, await deps.ledger.balance(p.accountId)));
   });
 
   router.add('DELETE', '/v1/conversions/:id', async (ctx) => {

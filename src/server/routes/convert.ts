@@ -13,7 +13,7 @@ import { sendJson, type Ctx } from '../respond.js';
 import type { Router } from '../router.js';
 import { fromJson, fromMultipart, MAX_SOURCES, type ConvertRequest } from '../convert-request.js';
 import { conversionJson, snapshotJson } from '../conversion-json.js';
-import { getConversionRow, type ConversionStatus } from '../../store/conversions.js';
+import { readConversion, type ConversionStatus } from '../../store/conversions.js';
 import type { AsyncReason, Track } from '../../jobs/service.js';
 import { idempotencyKeyOf } from '../../billing/admission.js';
 
@@ -59,6 +59,19 @@ export function waitWindow(ctx: Ctx, fallback: number): { seconds: number; reaso
   return { seconds, reason: seconds === 0 ? 'respond_async' : undefined };
 }
 
+/** The answer when the conversion to show is gone: a replay's (its Idempotency-Key outlives
+ *  it) or one deleted while its request waited. */
+function deleted(id: string, replayed: boolean): ApiError {
+  return replayed
+    ? new ApiError('not_found', `The conversion this Idempotency-Key created (${id}) has been deleted, so this retry has nothing to show.`, {}, {
+      hint: 'The request this key names was done and its conversion deleted since; a retry with the same key creates nothing. '
+        + 'To convert the document again, send it with a new Idempotency-Key (or without one).',
+    })
+    : new ApiError('not_found', `The conversion (${id}) was deleted while this request waited for it.`, {}, {
+      hint: 'It was deleted (DELETE /v1/conversions/{id}) before it finished; send the request again to convert the document.',
+    });
+}
+
 export function registerConvert(router: Router, deps: Deps): void {
   for (const kind of KINDS) {
     router.add('POST', `/v1/convert/${ENDPOINTS[kind]}`, async (ctx) => {
@@ -83,16 +96,12 @@ export function registerConvert(router: Router, deps: Deps): void {
         sendJson(ctx, 200, snapshotJson(snapshot.row, snapshot.files, balance), location);
         return;
       }
-      const row = await getConversionRow(deps.db.sql, p.accountId, id);
-      if (!row) {
-        throw new ApiError('not_found', replayed
-          ? `The conversion this Idempotency-Key created (${id}) was deleted.`
-          : 'The conversion was deleted while it ran.');
-      }
-      const status = replayed ? (TERMINAL.has(row.status) ? 200 : 202) : (reason ? 202 : 200);
+      const snap = await readConversion(deps.db.sql, p.accountId, id, { after: -1, withContent: true });
+      if (!snap) throw deleted(id, replayed);
+      const status = replayed ? (TERMINAL.has(snap.row.status) ? 200 : 202) : (reason ? 202 : 200);
       const balance = await deps.ledger.balance(p.accountId);
-      sendJson(ctx, status, await conversionJson(deps.db.sql, row, { withContent: true, balance }),
-        { location: `/v1/conversions/${row.id}`, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) });
+      sendJson(ctx, status, conversionJson(snap, balance),
+        { location: `/v1/conversions/${id}`, ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) });
     });
   }
 }

@@ -4,11 +4,13 @@
 // reserves. An estimate never checks plan limits, never fails on a short balance, never creates
 // a conversion or reserves; the sources it staged are removed by the request's clean-ups.
 // URL sources are fetched (into files the clean-ups remove too) and priced exactly: the fetch
-// plus what was fetched, as its kind. A URL that cannot be fetched answers the Problem its file
-// would carry at submit: 422 invalid_document for a remote failure (an HTTP error, a timeout, too
-// large, too many redirects), 400 invalid_request when the SSRF guard refuses the address, 415
-// when what came back is no kind the service converts. An estimate cannot price a source it
-// cannot read, and answering 200 with a price of 0 would hide why.
+// plus what was fetched, as its kind. A source that cannot be priced (a URL that cannot be
+// fetched, a file of the wrong type) is a failed file at submit, and the estimate says so: it
+// is listed with 0 credits and, as `error`, the Problem that file would carry (422
+// invalid_document for a remote failure, 400 invalid_request for an address the SSRF guard
+// refuses, 415 input_format_mismatch for the wrong type); the other sources are priced. When no
+// source can be priced (a single one, say) the answer is the first one's Problem itself.
+import { fileProblem, type Problem } from '../../errors.js';
 import { resolveSources } from '../../uploads/refs.js';
 import { ENDPOINTS, KINDS } from '../../converters/registry.js';
 import { requireScope, requireSubscription } from '../auth.js';
@@ -18,7 +20,7 @@ import type { Router } from '../router.js';
 import { readConvertRequest, stagedBy } from './convert.js';
 
 export interface EstimateJson {
-  sources: Array<{ name: string; pages: number; credits: number }>;
+  sources: Array<{ name: string; pages: number; credits: number; error?: Problem }>;
   credits_total: number;
   balance: number;
 }
@@ -38,11 +40,13 @@ export function registerEstimate(router: Router, deps: Deps): void {
       } finally {
         await refs.release();
       }
-      // What cannot be fetched cannot be priced: the answer is the Problem its file would carry.
-      const unfetched = planned.find((s) => s.failure);
-      if (unfetched) throw unfetched.failure;
+      // What cannot be priced alone is the answer: the Problem its file would carry.
+      if (planned.every((s) => s.failure)) throw planned[0]!.failure;
       const body: EstimateJson = {
-        sources: planned.map((s) => ({ name: s.name, pages: s.count.pages, credits: s.credits })),
+        sources: planned.map((s) => ({
+          name: s.name, pages: s.count.pages, credits: s.credits,
+          ...(s.failure ? { error: fileProblem(s.failure, ctx.path, ctx.requestId) } : {}),
+        })),
         credits_total: planned.reduce((a, s) => a + s.credits, 0),
         balance: await deps.ledger.balance(p.accountId),
       };
