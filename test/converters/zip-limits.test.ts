@@ -6,10 +6,10 @@ import { ApiError } from '../../src/errors.js';
 import { excelConverter } from '../../src/converters/excel.js';
 import { powerpointConverter } from '../../src/converters/powerpoint.js';
 import { wordConverter } from '../../src/converters/word.js';
-import { checkZip, ZipArchive } from '../../src/converters/shared/zip-limits.js';
+import { checkZip, WHOLE_FILE_MAX, ZipArchive } from '../../src/converters/shared/zip-limits.js';
 import type { Converter } from '../../src/converters/types.js';
 import { convertWith } from '../helpers/convert-ctx.js';
-import { entry, writeZip, zeroDeflate } from '../fixtures/build/zip.js';
+import { deflated, entry, writeZip, zeroDeflate } from '../fixtures/build/zip.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-zip-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -92,6 +92,51 @@ t.test('an honest zip reads back entry for entry, names matched without case or 
   t.notOk(zip.has('word/missing.xml'));
   await t.rejects(zip.read('word/missing.xml'), { code: 'invalid_document' });
   await zip.close();
+});
+
+t.test('a lying entry read whole is stopped at its declared size, as when streamed', async (t) => {
+  const file = writeZip(path.join(dir, 'lying-read.zip'), [{ name: 'word/document.xml', data: bomb, method: 8, size: 4096 }]);
+  const zip = await ZipArchive.open(file);
+  const r = await measure(() => zip.read('word/document.xml'));
+  await zip.close();
+  t.ok(isInvalid(r.error), 'invalid_document');
+  t.match((r.error as Error).message, /word\/document\.xml inflates to more than the 4096 bytes it declares/);
+  t.ok(r.rssGrowth < 100 * MiB, `RSS grew by ${Math.round(r.rssGrowth / MiB)} MiB`);
+});
+
+t.test('a deflated entry that does not inflate is an invalid document, read whole or streamed', async (t) => {
+  const good = deflated('<w:document>some text that is long enough to deflate</w:document>');
+  const file = writeZip(path.join(dir, 'broken.zip'), [
+    { name: 'cut.xml', data: good.subarray(0, good.length - 4), method: 8, size: 200 },
+    { name: 'junk.xml', data: Buffer.from([0xff, 0xff, 0xff, 0xff]), method: 8, size: 200 },
+  ]);
+  const zip = await ZipArchive.open(file);
+  for (const name of ['cut.xml', 'junk.xml']) {
+    await t.rejects(zip.read(name), { code: 'invalid_document', message: new RegExp(`${name.replace('.', '\\.')} does not inflate`) }, `${name} read whole`);
+    await t.rejects((async () => { for await (const _ of zip.chunks(name)) { /* drain */ } })(), { code: 'invalid_document' }, `${name} streamed`);
+  }
+  await zip.close();
+});
+
+t.test('a zip too large to hold in memory reads back the same as one held in memory', async (t) => {
+  const xml = `<w:document>${'<w:p><w:r><w:t>héllo wörld</w:t></w:r></w:p>'.repeat(5000)}</w:document>`;
+  const stored = Buffer.from('plain stored bytes');
+  // random bytes do not compress: the filler makes the file larger than WHOLE_FILE_MAX
+  const filler = Buffer.from(Array.from({ length: WHOLE_FILE_MAX + 1024 }, (_, i) => (i * 2654435761) >>> 24));
+  const parts = [entry('word/document.xml', xml), { name: 'stored.bin', data: stored, method: 0 as const, size: stored.length }];
+  const small = writeZip(path.join(dir, 'in-memory.zip'), parts);
+  const large = writeZip(path.join(dir, 'on-disk.zip'), [...parts, { name: 'media/filler.bin', data: filler, method: 0, size: filler.length }]);
+  t.ok((await import('node:fs')).statSync(large).size > WHOLE_FILE_MAX, 'the large zip is over the in-memory limit');
+  for (const file of [small, large]) {
+    const zip = await ZipArchive.open(file);
+    t.equal(await zip.readText('word/document.xml'), xml, `${path.basename(file)}: deflated entry read whole`);
+    const streamed: Uint8Array[] = [];
+    for await (const c of zip.chunks('word/document.xml')) streamed.push(c);
+    t.equal(Buffer.concat(streamed).toString('utf8'), xml, `${path.basename(file)}: deflated entry streamed`);
+    t.same(await zip.read('stored.bin'), stored, `${path.basename(file)}: stored entry`);
+    await zip.verifyAll();
+    await zip.close();
+  }
 });
 
 t.test('files that are not zips, or are cut short, are invalid documents', async (t) => {

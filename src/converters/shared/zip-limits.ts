@@ -7,7 +7,12 @@
 // Two lines of defence: the central directory's declared sizes are checked on open (entry
 // count, total inflated bytes, compression ratio), and while inflating no entry may produce
 // more bytes than it declared, so lying headers are caught after at most one small chunk.
+//
+// A file of up to WHOLE_FILE_MAX bytes is read whole on open, in one read: its parts are then
+// taken from memory instead of two reads each. read() inflates a part in one native zlib call
+// capped at its declared size; chunks() streams it (for the parts scanned without being held).
 import { open, type FileHandle } from 'node:fs/promises';
+import { inflateRawSync } from 'node:zlib';
 import { Inflate } from 'fflate';
 import { ApiError } from '../../errors.js';
 
@@ -41,16 +46,45 @@ const CDIR_SIG = 0x02014b50;
 const LOCAL_SIG = 0x04034b50;
 /** Compressed bytes pushed per inflate step: bounds the output of one step to ~8 MiB. */
 const READ_CHUNK = 8 * 1024;
+/** Files up to this size are held in memory while open (Office documents without large media). */
+export const WHOLE_FILE_MAX = 4 * 1024 * 1024;
 
 const bad = (detail: string): ApiError => new ApiError('invalid_document', `not a readable zip document: ${detail}`);
 
 /** Names are looked up case-insensitively and without a leading slash, as OOXML part names are. */
 const key = (name: string): string => name.replace(/^\/+/, '').toLowerCase();
 
+/** The file's bytes, from memory when it was read whole, else read at each call. */
+class Source {
+  constructor(private readonly fh: FileHandle, readonly size: number, private readonly whole: Buffer | null) {}
+
+  static async of(fh: FileHandle): Promise<Source> {
+    const { size } = await fh.stat();
+    if (size > WHOLE_FILE_MAX) return new Source(fh, size, null);
+    const whole = Buffer.allocUnsafe(size);
+    let got = 0;
+    while (got < size) {
+      const { bytesRead } = await fh.read(whole, got, size - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    return new Source(fh, got, whole.subarray(0, got));
+  }
+
+  /** Up to `len` bytes at `pos` (fewer at the end of the file); never shares a buffer that is written again. */
+  async bytes(pos: number, len: number): Promise<Buffer> {
+    if (this.whole) return this.whole.subarray(Math.min(pos, this.size), Math.min(pos + len, this.size));
+    const buf = Buffer.allocUnsafe(len);
+    const { bytesRead } = await this.fh.read(buf, 0, len, pos);
+    return buf.subarray(0, bytesRead);
+  }
+}
+
 export class ZipArchive {
   private readonly byName = new Map<string, ZipEntry>();
 
-  private constructor(private readonly fh: FileHandle, readonly entries: readonly ZipEntry[], readonly limits: ZipLimits) {
+  private constructor(private readonly fh: FileHandle, private readonly src: Source, readonly entries: readonly ZipEntry[],
+    readonly limits: ZipLimits) {
     for (const e of entries) this.byName.set(key(e.name), e);
   }
 
@@ -58,8 +92,9 @@ export class ZipArchive {
   static async open(path: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): Promise<ZipArchive> {
     const fh = await open(path, 'r');
     try {
-      const entries = await readDirectory(fh, limits);
-      return new ZipArchive(fh, entries, limits);
+      const src = await Source.of(fh);
+      const entries = await readDirectory(src, limits);
+      return new ZipArchive(fh, src, entries, limits);
     } catch (err) {
       await fh.close();
       throw err;
@@ -74,34 +109,35 @@ export class ZipArchive {
     return this.byName.get(key(name));
   }
 
+  /** Where an entry's compressed bytes start, from its local header. */
+  private async dataStart(e: ZipEntry): Promise<number> {
+    const local = await this.src.bytes(e.headerOffset, 30);
+    if (local.length < 30 || local.readUInt32LE(0) !== LOCAL_SIG) throw bad(`broken local header for ${e.name}`);
+    return e.headerOffset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
+  }
+
   /** Inflated chunks of one entry; throws invalid_document as soon as it outgrows its declared size. */
   async *chunks(name: string): AsyncGenerator<Uint8Array> {
     const e = this.entry(name);
     if (!e) throw bad(`missing part ${name}`);
-    const local = Buffer.alloc(30);
-    await this.fh.read(local, 0, 30, e.headerOffset);
-    if (local.readUInt32LE(0) !== LOCAL_SIG) throw bad(`broken local header for ${e.name}`);
-    let pos = e.headerOffset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
+    let pos = await this.dataStart(e);
     const end = pos + e.compressedSize;
     let produced = 0;
     let pending: Uint8Array[] = [];
     const inflater = e.method === 8 ? new Inflate((chunk) => { produced += chunk.length; pending.push(chunk); }) : null;
-    const buf = Buffer.alloc(READ_CHUNK);
     while (pos < end) {
-      const want = Math.min(READ_CHUNK, end - pos);
-      const { bytesRead } = await this.fh.read(buf, 0, want, pos);
-      if (bytesRead === 0) throw bad(`${e.name} is truncated`);
-      pos += bytesRead;
-      const piece = buf.subarray(0, bytesRead);
+      const piece = await this.src.bytes(pos, Math.min(READ_CHUNK, end - pos));
+      if (piece.length === 0) throw bad(`${e.name} is truncated`);
+      pos += piece.length;
       if (inflater) {
         try {
-          inflater.push(piece.slice(), pos >= end);
+          inflater.push(piece, pos >= end);
         } catch {
           throw bad(`${e.name} does not inflate`);
         }
       } else {
         produced += piece.length;
-        pending.push(piece.slice());
+        pending.push(piece);
       }
       if (produced > e.size) throw bad(`${e.name} inflates to more than the ${e.size} bytes it declares`);
       for (const c of pending) yield c;
@@ -109,10 +145,22 @@ export class ZipArchive {
     }
   }
 
+  /** One entry, whole: its compressed bytes in one read, inflated in one call that stops past the declared size. */
   async read(name: string): Promise<Buffer> {
-    const parts: Uint8Array[] = [];
-    for await (const c of this.chunks(name)) parts.push(c);
-    return Buffer.concat(parts);
+    const e = this.entry(name);
+    if (!e) throw bad(`missing part ${name}`);
+    const data = await this.src.bytes(await this.dataStart(e), e.compressedSize);
+    if (data.length < e.compressedSize) throw bad(`${e.name} is truncated`);
+    if (e.method === 0 || data.length === 0) return Buffer.from(data);
+    let out: Buffer;
+    try {
+      out = inflateRawSync(data, { maxOutputLength: Math.max(1, e.size) });
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') throw bad(`${e.name} inflates to more than the ${e.size} bytes it declares`);
+      throw bad(`${e.name} does not inflate`);
+    }
+    if (out.length > e.size) throw bad(`${e.name} inflates to more than the ${e.size} bytes it declares`);
+    return out;
   }
 
   async readText(name: string): Promise<string> {
@@ -148,11 +196,10 @@ export async function checkZip(path: string, signal?: AbortSignal, limits?: ZipL
   await withZip(path, (zip) => zip.verifyAll(signal), limits);
 }
 
-async function readDirectory(fh: FileHandle, limits: ZipLimits): Promise<ZipEntry[]> {
-  const { size: fileSize } = await fh.stat();
+async function readDirectory(src: Source, limits: ZipLimits): Promise<ZipEntry[]> {
+  const fileSize = src.size;
   const tailLen = Math.min(fileSize, 22 + 0xffff);
-  const tail = Buffer.alloc(tailLen);
-  await fh.read(tail, 0, tailLen, fileSize - tailLen);
+  const tail = await src.bytes(fileSize - tailLen, tailLen);
   let at = -1;
   for (let i = tailLen - 22; i >= 0; i--) {
     if (tail.readUInt32LE(i) === EOCD_SIG) { at = i; break; }
@@ -162,17 +209,15 @@ async function readDirectory(fh: FileHandle, limits: ZipLimits): Promise<ZipEntr
   let dirSize = tail.readUInt32LE(at + 12);
   let dirOffset = tail.readUInt32LE(at + 16);
   if (at >= 20 && tail.readUInt32LE(at - 20) === ZIP64_LOCATOR_SIG) {
-    const z64 = Buffer.alloc(56);
-    await fh.read(z64, 0, 56, Number(tail.readBigUInt64LE(at - 12)));
-    if (z64.readUInt32LE(0) !== ZIP64_EOCD_SIG) throw bad('broken zip64 directory');
+    const z64 = await src.bytes(Number(tail.readBigUInt64LE(at - 12)), 56);
+    if (z64.length < 56 || z64.readUInt32LE(0) !== ZIP64_EOCD_SIG) throw bad('broken zip64 directory');
     count = Number(z64.readBigUInt64LE(32));
     dirSize = Number(z64.readBigUInt64LE(40));
     dirOffset = Number(z64.readBigUInt64LE(48));
   }
   if (count > limits.maxEntries) throw bad(`${count} entries, more than the ${limits.maxEntries} allowed`);
   if (dirOffset + dirSize > fileSize || dirSize > count * (46 + 0xffff * 3)) throw bad('central directory out of bounds');
-  const dir = Buffer.alloc(dirSize);
-  await fh.read(dir, 0, dirSize, dirOffset);
+  const dir = await src.bytes(dirOffset, dirSize);
 
   const entries: ZipEntry[] = [];
   let total = 0;
