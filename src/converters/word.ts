@@ -16,6 +16,7 @@
 import { ApiError } from '../errors.js';
 import { chartBlocks, readChart, type ChartData } from './office/chart.js';
 import { Placeholders, preparePart } from './office/docx-prepare.js';
+import type { DocxFile } from './office/docx-mammoth.js';
 import { transformDocument } from './office/docx-tree.js';
 import { tableCellMath } from './office/omml.js';
 import { escapeMd } from './office/pptx-text.js';
@@ -83,7 +84,7 @@ function noteDefinitions(notes: string[]): string {
 }
 
 /** The package as mammoth reads it (its docx-file interface), with the rewritten parts. */
-function packageFile(zip: ZipArchive, prepared: Map<string, string>): unknown {
+function packageFile(zip: ZipArchive, prepared: Map<string, string>): DocxFile {
   return {
     exists: (name: string): boolean => zip.has(name),
     async read(name: string, encoding?: string): Promise<string | Uint8Array> {
@@ -192,15 +193,13 @@ const docxConverter: Converter = {
       let html: string;
       try {
         // loaded on first use: only where conversions run (a pool thread), never by the event loop
-        const { default: mammoth } = await import('mammoth');
-        const result = await mammoth.convertToHtml({ file: packageFile(zip, prepared) } as unknown as { buffer: Buffer }, {
+        const { docxToHtml } = await import('./office/docx-mammoth.js');
+        html = await docxToHtml(packageFile(zip, prepared), {
           styleMap: STYLE_MAP,
-          externalFileAccess: false,
           // Never reads the image: linked (external) images stay unread, embedded ones stay out of the Markdown.
-          convertImage: mammoth.images.imgElement(async () => ({ src: 'image' })),
+          image: async () => ({ src: 'image' }),
           transformDocument,
-        } as Parameters<typeof mammoth.convertToHtml>[1]);
-        html = result.value;
+        });
       } catch (err) {
         if (err instanceof ApiError) throw err;
         throw new ApiError('invalid_document', `the Word document could not be read: ${(err as Error).message}`);
