@@ -22,7 +22,7 @@ import { tableCellMath } from './office/omml.js';
 import { escapeMd } from './office/pptx-text.js';
 import { acceptsOoxml, decodeXml, readRels, requireOfficeKind, type Rel } from './office/ooxml.js';
 import { scanPart } from './office/xml-scan.js';
-import { htmlToMarkdown } from './shared/html-to-md.js';
+import { writtenHtmlToMarkdown } from './shared/html-to-md.js';
 import { withZip, type ZipArchive } from './shared/zip-limits.js';
 import type { Converter, Count } from './types.js';
 import { withLegacyFormats } from './legacy/index.js';
@@ -77,7 +77,7 @@ function extractNotes(html: string, stem: string): { html: string; notes: string
 function noteDefinitions(notes: string[]): string {
   return notes
     .map((body, i) => {
-      const md = htmlToMarkdown(body).trim();
+      const md = writtenHtmlToMarkdown(body).trim();
       return `[^${i + 1}]: ${md.replace(/\n/g, '\n    ').replace(/\n {4}(?=\n)/g, '\n')}`;
     })
     .join('\n');
@@ -207,7 +207,7 @@ const docxConverter: Converter = {
       ctx.signal.throwIfAborted();
       const charts = await readCharts(zip, slots);
       const { html: body, notes } = extractNotes(html, slots.stem);
-      let markdown = htmlToMarkdown(body).replace(new RegExp(`${slots.stem}N(\\d+)X`, 'g'), '[^$1]');
+      let markdown = writtenHtmlToMarkdown(body).replace(new RegExp(`${slots.stem}N(\\d+)X`, 'g'), '[^$1]');
       if (notes.length > 0) markdown += `\n\n${noteDefinitions(notes)}`;
       markdown = fillPlaceholders(markdown, slots, charts).trim();
       ctx.progress(1, 1);

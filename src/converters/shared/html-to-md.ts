@@ -5,9 +5,14 @@
 // nav, footer, aside, forms, buttons, iframes) is dropped. Embedded data: images never reach the
 // output: they become `![alt](#embedded-image)`. The result is trimmed, with at most one blank
 // line between blocks.
+// HTML that a serializer wrote (mammoth's) goes through writtenHtmlToMarkdown: the same
+// preparation and rules on a light tree (light-dom.ts, light-turndown.ts) where its parser reads
+// the HTML, else the same as any page.
 import { createRequire } from 'node:module';
 import TurndownService from 'turndown';
 import { type DomElement, type DomNode, tableRules } from './html-tables.js';
+import { parseWrittenHtml } from './light-dom.js';
+import { lightTurndown } from './light-turndown.js';
 
 const require = createRequire(import.meta.url);
 // turndown parses with domino in Node; we parse with the same copy to prepare the tree first.
@@ -31,17 +36,36 @@ export const EMBEDDED_IMAGE = '#embedded-image';
 
 const LANG_CLASS = /(?:^|\s)(?:language|lang|highlight(?:-source)?)-([\w#+.-]+)/i;
 
+// Our table rules use control characters as separators; they never belong in a document.
+const CONTROLS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/g;
+
 export function htmlToMarkdown(html: string, opts: HtmlToMarkdownOptions = {}): string {
-  // Our table rules use control characters as separators; they never belong in a document.
-  const doc = domino.createDocument(html.replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F]/g, ''));
-  const base = baseOf(doc, opts.baseUrl);
-  prepare(doc, base);
+  return domMarkdown(html.replace(CONTROLS, ''), opts);
+}
+
+/**
+ * HTML written by a serializer (the Word converter's, from mammoth): the Markdown htmlToMarkdown
+ * makes of it, from a light tree when light-dom.ts reads the HTML (no <base> there: links and
+ * images are resolved against opts.baseUrl alone).
+ */
+export function writtenHtmlToMarkdown(html: string, opts: HtmlToMarkdownOptions = {}): string {
+  const clean = html.replace(CONTROLS, '');
+  const body = parseWrittenHtml(clean);
+  if (!body) return domMarkdown(clean, opts);
+  prepare(body as unknown as DomDocument, baseOf(undefined, opts.baseUrl));
+  return tidy(lightTurndown(service(), body));
+}
+
+function domMarkdown(html: string, opts: HtmlToMarkdownOptions): string {
+  const doc = domino.createDocument(html);
+  prepare(doc, baseOf(doc.querySelector('base[href]')?.getAttribute('href'), opts.baseUrl));
   const root = doc.body ?? doc;
   return tidy(service().turndown(root as unknown as TurndownService.Node));
 }
 
-function baseOf(doc: DomDocument, baseUrl: string | undefined): string | undefined {
-  const href = doc.querySelector('base[href]')?.getAttribute('href')?.trim();
+/** The address links are resolved against: the document's <base href>, itself against `baseUrl`. */
+function baseOf(baseHref: string | null | undefined, baseUrl: string | undefined): string | undefined {
+  const href = baseHref?.trim();
   try {
     if (href) return new URL(href, baseUrl).href;
   } catch { /* a relative <base> without a known address: fall back to the address alone */ }
