@@ -167,6 +167,16 @@ function fillPlaceholders(markdown: string, slots: Placeholders, charts: Map<num
   return out.join('\n');
 }
 
+let mammothModule: Promise<typeof import('./office/docx-mammoth.js')> | undefined;
+
+/** The mammoth step, loaded on first use: only where conversions run (a pool thread), never by
+ *  the event loop. Kept: each import() of it would go through the module loader (and tsx's
+ *  resolve hook, on its own thread) again. */
+function mammothStep(): Promise<typeof import('./office/docx-mammoth.js')> {
+  mammothModule ??= import('./office/docx-mammoth.js');
+  return mammothModule;
+}
+
 const docxConverter: Converter = {
   kind: 'word',
   mediaTypes: DOCX_TYPES,
@@ -192,8 +202,7 @@ const docxConverter: Converter = {
       ctx.signal.throwIfAborted();
       let html: string;
       try {
-        // loaded on first use: only where conversions run (a pool thread), never by the event loop
-        const { docxToHtml } = await import('./office/docx-mammoth.js');
+        const { docxToHtml } = await mammothStep();
         html = await docxToHtml(packageFile(zip, prepared), {
           styleMap: STYLE_MAP,
           // Never reads the image: linked (external) images stay unread, embedded ones stay out of the Markdown.
