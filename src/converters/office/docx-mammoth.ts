@@ -3,10 +3,14 @@
 // its ~50 default style rules and ours again for every document, here they are parsed once per
 // thread and kept. A style map embedded in the document (mammoth's own extension) is still
 // parsed per document, and never kept.
+// Loading this module also gives mammoth's XML reader (lib/xml's readString, which its docx
+// reader calls for every part) docx-xml.ts's one-pass reader in front: the same trees, xmldom
+// only for what that reader leaves to it. mammoth serves only the Word converter here.
 // This reaches into mammoth's modules (lib/…, which its package exposes): the Word tests run
 // through here, so a mammoth release that moves them fails there first.
 // Loaded by the Word converter on first use: only where conversions run, never on the event loop.
 import { createRequire } from 'node:module';
+import { readXml } from './docx-xml.js';
 
 const require = createRequire(import.meta.url);
 
@@ -34,6 +38,13 @@ const { DocumentConverter } = require('mammoth/lib/document-to-html') as {
 const { readStyle } = require('mammoth/lib/style-reader') as { readStyle(rule: string): Result<unknown> };
 const { Result } = require('mammoth/lib/results') as { Result: ResultClass };
 const images = require('mammoth/lib/images') as { imgElement(f: (image: unknown) => Promise<Record<string, string>>): unknown };
+const mammothXml = require('mammoth/lib/xml') as { readString(xml: string, namespaceMap?: Record<string, string>): Promise<unknown> };
+
+const xmldomReader = mammothXml.readString;
+mammothXml.readString = (xml, namespaceMap) => {
+  const tree = readXml(xml, namespaceMap ?? {});
+  return tree ? Promise.resolve(tree) : xmldomReader(xml, namespaceMap);
+};
 
 export interface DocxFile {
   exists(name: string): boolean;
