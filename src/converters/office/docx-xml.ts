@@ -51,11 +51,18 @@ function reference(ref: string): string {
 
 const decode = (s: string): string => (s.includes('&') ? s.replace(REFERENCE, reference) : s);
 
+/** The prefixes in scope ('' for the default namespace) and, by qualified name, the names
+ *  mammoth gives the elements and the attributes of that scope. */
+interface Scope {
+  ns: Map<string, string>;
+  elements: Map<string, string>;
+  attributes: Map<string, string>;
+}
+
 interface Frame {
   element: MammothElement;
   qName: string;
-  /** Prefix → namespace in scope ('' for the default namespace). */
-  ns: Map<string, string>;
+  scope: Scope;
 }
 
 /** The part's root element as mammoth's reader returns it, or null outside the subset. */
@@ -75,16 +82,32 @@ function read(input: string, namespaceMap: Record<string, string>): MammothEleme
     const mapped = namespaceMap[uri];
     return mapped ? `${mapped}:${local}` : `{${uri}}${local}`;
   };
+  /** mammoth's name for an element or attribute of this scope. */
+  const named = (scope: Scope, qName: string, element: boolean): string => {
+    const names = element ? scope.elements : scope.attributes;
+    let name = names.get(qName);
+    if (name !== undefined) return name;
+    const colon = qName.indexOf(':');
+    if (colon < 0) name = element ? nameOf(scope.ns.get(''), qName) : qName === 'xmlns' ? nameOf(XMLNS_NS, 'xmlns') : qName;
+    else {
+      const prefix = qName.slice(0, colon);
+      const uri = !element && prefix === 'xmlns' ? XMLNS_NS : scope.ns.get(prefix);
+      if (!uri) throw new OutsideSubset();
+      name = nameOf(uri, qName.slice(colon + 1));
+    }
+    names.set(qName, name);
+    return name;
+  };
   const stack: Frame[] = [];
   let root: MammothElement | null = null;
-  const baseScope = new Map<string, string>([['xml', XML_NS]]);
+  const baseScope: Scope = { ns: new Map([['xml', XML_NS]]), elements: new Map(), attributes: new Map() };
   let pos = 0;
   while (pos < xml.length) {
     const lt = xml.indexOf('<', pos);
     const textEnd = lt < 0 ? xml.length : lt;
+    const top = stack.length > 0 ? stack[stack.length - 1]! : null;
     if (textEnd > pos) {
       const text = xml.slice(pos, textEnd);
-      const top = stack[stack.length - 1];
       if (top) top.element.children.push({ type: 'text', value: decode(text) });
       else if (/\S/.test(text)) return null;
     }
@@ -93,8 +116,8 @@ function read(input: string, namespaceMap: Record<string, string>): MammothEleme
     if (next === 0x2f /* / */) {
       END_TAG.lastIndex = lt;
       const m = END_TAG.exec(xml);
-      const top = stack.pop();
       if (!m || !top || m[1] !== top.qName) return null;
+      stack.pop();
       pos = END_TAG.lastIndex;
       continue;
     }
@@ -120,56 +143,50 @@ function read(input: string, namespaceMap: Record<string, string>): MammothEleme
     }
     START_TAG.lastIndex = lt;
     const m = START_TAG.exec(xml);
-    if (!m || (root && stack.length === 0)) return null;
+    if (!m || (root && !top)) return null;
     pos = START_TAG.lastIndex;
-    const [, qName, attrText, selfClosing] = m;
-    const parentScope = stack.length > 0 ? stack[stack.length - 1]!.ns : baseScope;
-    let scope = parentScope;
-    const raw: Array<[string, string]> = [];
-    if (attrText) {
-      const seen = new Set<string>();
-      for (const a of attrText.matchAll(ATTRIBUTE)) {
-        const name = a[1]!;
-        if (seen.has(name)) return null;
-        seen.add(name);
-        const value = decode((a[2] ?? a[3]!).replace(/[\t\n\r]/g, ' '));
-        raw.push([name, value]);
-        if (name === 'xmlns' || name.startsWith('xmlns:')) {
-          const prefix = name === 'xmlns' ? '' : name.slice(6);
-          // (xmldom keeps prefixes as keys of a plain object: one that names an Object property reads otherwise there)
-          if (!value || prefix === 'xml' || prefix === 'xmlns' || prefix in Object.prototype) return null;
-          if (scope === parentScope) scope = new Map(parentScope);
-          scope.set(prefix, value);
-        }
-      }
-    }
+    const qName = m[1]!;
+    const attrText = m[2]!;
+    let scope = top ? top.scope : baseScope;
     const attributes: Record<string, string> = Object.create(null) as Record<string, string>;
-    for (const [name, value] of raw) {
-      const colon = name.indexOf(':');
-      let key: string;
-      if (name === 'xmlns') key = nameOf(XMLNS_NS, 'xmlns');
-      else if (colon < 0) key = name;
-      else {
-        const prefix = name.slice(0, colon);
-        const uri = prefix === 'xmlns' ? XMLNS_NS : scope.get(prefix);
-        if (!uri) return null;
-        key = nameOf(uri, name.slice(colon + 1));
+    if (attrText) {
+      if (attrText.includes('xmlns')) scope = declare(attrText, scope);
+      const names: string[] = [];
+      ATTRIBUTE.lastIndex = 0;
+      for (let a = ATTRIBUTE.exec(attrText); a; a = ATTRIBUTE.exec(attrText)) {
+        const name = a[1]!;
+        if (names.includes(name)) return null;
+        names.push(name);
+        attributes[named(scope, name, false)] = attributeValue(a[2] ?? a[3]!);
       }
-      attributes[key] = value;
     }
-    const colon = qName!.indexOf(':');
-    let name: string;
-    if (colon < 0) name = nameOf(scope.get(''), qName!);
-    else {
-      const uri = scope.get(qName!.slice(0, colon));
-      if (!uri) return null;
-      name = nameOf(uri, qName!.slice(colon + 1));
-    }
-    const element = new Element(name, attributes, []);
-    if (stack.length > 0) stack[stack.length - 1]!.element.children.push(element);
+    const element = new Element(named(scope, qName, true), attributes, []);
+    if (top) top.element.children.push(element);
     else root = element;
-    if (!selfClosing) stack.push({ element, qName: qName!, ns: scope });
+    if (!m[3]) stack.push({ element, qName, scope });
   }
   if (stack.length > 0) return null;
   return root;
+}
+
+/** xmldom's attribute value: tabs and line ends as spaces, then references decoded. */
+function attributeValue(raw: string): string {
+  return decode(raw.replace(/[\t\n\r]/g, ' '));
+}
+
+/** The scope of an element that declares namespaces (xmlns, xmlns:p), inside `parent`. */
+function declare(attrText: string, parent: Scope): Scope {
+  let scope = parent;
+  ATTRIBUTE.lastIndex = 0;
+  for (let a = ATTRIBUTE.exec(attrText); a; a = ATTRIBUTE.exec(attrText)) {
+    const name = a[1]!;
+    if (name !== 'xmlns' && !name.startsWith('xmlns:')) continue;
+    const prefix = name === 'xmlns' ? '' : name.slice(6);
+    const value = attributeValue(a[2] ?? a[3]!);
+    // (xmldom keeps prefixes as keys of a plain object: one that names an Object property reads otherwise there)
+    if (!value || prefix === 'xml' || prefix === 'xmlns' || prefix in Object.prototype) throw new OutsideSubset();
+    if (scope === parent) scope = { ns: new Map(parent.ns), elements: new Map(), attributes: new Map() };
+    scope.ns.set(prefix, value);
+  }
+  return scope;
 }
