@@ -7,8 +7,9 @@
 // processing instructions dropped, the text on either side of them kept apart).
 // readXml reads a subset: well-formed XML without a DOCTYPE, names of ASCII letters, digits,
 // `_.-` and at most one colon, end tags without space, every prefix bound to a non-empty
-// namespace, no entity but the five XML ones and character references. On anything else it returns null and the caller reads
-// the part with mammoth's own reader, which accepts or refuses it as it always has.
+// namespace, no entity but the five XML ones and character references. On anything else it
+// returns null and the caller reads the part with mammoth's own reader, which accepts or
+// refuses it as it always has.
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
