@@ -94,6 +94,17 @@ t.test('an honest zip reads back entry for entry, names matched without case or 
   await zip.close();
 });
 
+t.test('a lying entry that declares more than one chunk is stopped while streamed, at its declared size', async (t) => {
+  const file = writeZip(path.join(dir, 'lying-stream.zip'), [{ name: 'xl/worksheets/sheet1.xml', data: bomb, method: 8, size: 2 * MiB }]);
+  const zip = await ZipArchive.open(file);
+  let streamed = 0;
+  const r = await measure(async () => { for await (const c of zip.chunks('xl/worksheets/sheet1.xml')) streamed += c.length; });
+  await zip.close();
+  t.ok(isInvalid(r.error), 'invalid_document');
+  t.match((r.error as Error).message, /sheet1\.xml inflates to more than the 2097152 bytes it declares/);
+  t.ok(streamed <= 2 * MiB, `${streamed} bytes yielded before the stop`);
+});
+
 t.test('a lying entry read whole is stopped at its declared size, as when streamed', async (t) => {
   const file = writeZip(path.join(dir, 'lying-read.zip'), [{ name: 'word/document.xml', data: bomb, method: 8, size: 4096 }]);
   const zip = await ZipArchive.open(file);
@@ -119,7 +130,8 @@ t.test('a deflated entry that does not inflate is an invalid document, read whol
 });
 
 t.test('a zip too large to hold in memory reads back the same as one held in memory', async (t) => {
-  const xml = `<w:document>${'<w:p><w:r><w:t>héllo wörld</w:t></w:r></w:p>'.repeat(5000)}</w:document>`;
+  // over 1 MiB: streamed in several chunks
+  const xml = `<w:document>${Array.from({ length: 30_000 }, (_, i) => `<w:p><w:r><w:t>héllo wörld ${i * 7919}</w:t></w:r></w:p>`).join('')}</w:document>`;
   const stored = Buffer.from('plain stored bytes');
   // random bytes do not compress: the filler makes the file larger than WHOLE_FILE_MAX
   const filler = Buffer.from(Array.from({ length: WHOLE_FILE_MAX + 1024 }, (_, i) => (i * 2654435761) >>> 24));
@@ -133,6 +145,7 @@ t.test('a zip too large to hold in memory reads back the same as one held in mem
     const streamed: Uint8Array[] = [];
     for await (const c of zip.chunks('word/document.xml')) streamed.push(c);
     t.equal(Buffer.concat(streamed).toString('utf8'), xml, `${path.basename(file)}: deflated entry streamed`);
+    t.ok(streamed.length > 1, `${path.basename(file)}: in ${streamed.length} chunks`);
     t.same(await zip.read('stored.bin'), stored, `${path.basename(file)}: stored entry`);
     await zip.verifyAll();
     await zip.close();

@@ -10,7 +10,8 @@
 //
 // A file of up to WHOLE_FILE_MAX bytes is read whole on open, in one read: its parts are then
 // taken from memory instead of two reads each. read() inflates a part in one native zlib call
-// capped at its declared size; chunks() streams it (for the parts scanned without being held).
+// capped at its declared size; chunks() streams it (for the parts scanned without being held),
+// in one chunk when it declares at most ONE_CHUNK_MAX bytes.
 import { open, type FileHandle } from 'node:fs/promises';
 import { inflateRawSync } from 'node:zlib';
 import { Inflate } from 'fflate';
@@ -48,6 +49,8 @@ const LOCAL_SIG = 0x04034b50;
 const READ_CHUNK = 8 * 1024;
 /** Files up to this size are held in memory while open (Office documents without large media). */
 export const WHOLE_FILE_MAX = 4 * 1024 * 1024;
+/** Entries up to this size are streamed as one chunk, inflated in one call. */
+const ONE_CHUNK_MAX = 1024 * 1024;
 
 const bad = (detail: string): ApiError => new ApiError('invalid_document', `not a readable zip document: ${detail}`);
 
@@ -120,6 +123,10 @@ export class ZipArchive {
   async *chunks(name: string): AsyncGenerator<Uint8Array> {
     const e = this.entry(name);
     if (!e) throw bad(`missing part ${name}`);
+    if (e.size <= ONE_CHUNK_MAX) {
+      yield await this.read(name);
+      return;
+    }
     let pos = await this.dataStart(e);
     const end = pos + e.compressedSize;
     let produced = 0;
