@@ -34,7 +34,16 @@ export function lightTurndown(td: TurndownService, root: LightNode): string {
     const append = (rule as { append?: (o: unknown) => string }).append;
     if (typeof append === 'function') join(out, append.call(rule, td.options));
   });
-  return out.join('').replace(/^[\t\r\n]+/, '').replace(/[\t\r\n\s]+$/, '');
+  // (trimEnd drops what \s matches, as turndown's /[\t\r\n\s]+$/ does, without that regex's scans)
+  return out.join('').replace(/^[\t\r\n]+/, '').trimEnd();
+}
+
+/** Characters turndown's escaping looks for, anywhere or at the start of the text. */
+const MAY_ESCAPE = /[\\*`[\]_]|^[-+=#~>\d]/;
+
+/** turndown's escaping, skipped for text that holds nothing it escapes (most text). */
+export function escape(td: TurndownService, text: string): string {
+  return MAY_ESCAPE.test(text) ? td.escape(text) : text;
 }
 
 /** What kinds of element each element has below it (HAS_VOID, HAS_KEPT_BLANK). */
@@ -57,7 +66,7 @@ function convertChildren(td: TurndownService, rules: Rules, parent: LightNode, b
     node.isCode = node.nodeName === 'CODE' || parent.isCode === true;
     let replacement: string;
     if (node.nodeType === 3) {
-      replacement = node.isCode ? node.data : td.escape(node.data);
+      replacement = node.isCode ? node.data : escape(td, node.data);
     } else {
       const name = node.nodeName;
       node.isBlank = !VOID.has(name) && !KEPT_BLANK.has(name) && /^\s*$/.test(node.textContent) && below.get(node) === 0;
@@ -128,6 +137,8 @@ function join(out: string[], replacement: string): void {
  * <pre> as it is. Text left empty goes. Walks the tree in document order, visiting each element
  * on the way in and again on the way out.
  */
+const COLLAPSIBLE = /[\r\n\t]| {2}/;
+
 function collapseWhitespace(root: LightNode): void {
   if (!root.firstChild || root.nodeName === 'PRE') return;
   let prevText: LightNode | null = null;
@@ -136,7 +147,7 @@ function collapseWhitespace(root: LightNode): void {
   let node = step(prev, root);
   while (node !== root) {
     if (node.nodeType === 3) {
-      let text = node.data.replace(/[ \r\n\t]+/g, ' ');
+      let text = COLLAPSIBLE.test(node.data) ? node.data.replace(/[ \r\n\t]+/g, ' ') : node.data;
       if ((!prevText || prevText.data.endsWith(' ')) && !keepLeadingSpace && text[0] === ' ') text = text.slice(1);
       if (!text) {
         node = removeAndNext(node);

@@ -3,6 +3,8 @@
 import t from 'tap';
 import { htmlToMarkdown, writtenHtmlToMarkdown } from '../../../src/converters/shared/html-to-md.js';
 import { parseWrittenHtml } from '../../../src/converters/shared/light-dom.js';
+import { escape } from '../../../src/converters/shared/light-turndown.js';
+import TurndownService from 'turndown';
 
 /** Both conversions, and whether the light parser read the HTML. */
 function both(html: string): { light: boolean; written: string; dom: string } {
@@ -139,6 +141,17 @@ for (const v of VECTORS) {
     t.equal(r.dom, v.markdown);
   });
 }
+
+t.test("the light walk's escaping skips only text turndown's escaping leaves as it is", async (t) => {
+  const td = new TurndownService();
+  const probes: string[] = ['plain words', '', ' ', '1.5 million', '12. twelve', '3) three', 'a-b', 'a+b', 'x = y', 'C# and F#'];
+  // every printable ASCII character, at the start, in the middle and at the end, alone and before a space
+  for (let c = 0x20; c < 0x7f; c++) {
+    const ch = String.fromCharCode(c);
+    probes.push(ch, `${ch} x`, `x${ch}y`, `x ${ch}`, `${ch}${ch}${ch} x`, `${ch}${ch}${ch}${ch}`);
+  }
+  for (const p of probes) t.equal(escape(td, p), td.escape(p), JSON.stringify(p));
+});
 
 t.test('HTML a browser would rearrange is handed to domino', async (t) => {
   for (const html of ['<p>a<p>b</p></p>', '<a href="#x"><a href="#y">nested</a></a>', '<table>text<tr><td>cell</td></tr></table>',
