@@ -88,14 +88,15 @@ t.test('a <base href> decides where the article\'s relative links point', async 
 });
 
 t.test('the article keeps its code blocks with their language, tables and lists', async (t) => {
-  const html = `<html><head><title>Parsing numbers in TypeScript</title></head><body>
+  const html = `<html><head><title>Parsing numbers safely in modern TypeScript - Example Blog</title></head><body>
     <div class="sidebar"><a href="/a">Archive</a> <a href="/b">About</a></div>
-    <article><h1>Parsing numbers in TypeScript</h1><p>${LONG}</p>
+    <article><h1>Parsing numbers safely in modern TypeScript</h1><p>${LONG}</p><h1>The radix</h1>
     <pre><code class="language-ts">const n: number = Number.parseInt("42", 10);</code></pre>
     <table><thead><tr><th>Input</th><th>Result</th></tr></thead><tbody><tr><td>"42"</td><td>42</td></tr><tr><td>"x"</td><td>NaN</td></tr></tbody></table>
     <ul><li>Always pass the radix.</li><li>Check for NaN.</li></ul><p>${LONG}</p></article></body></html>`;
   const md = htmlToMarkdown(html, { mainContent: true });
-  t.ok(md.startsWith('# Parsing numbers in TypeScript\n\n'), 'the title heading');
+  t.ok(md.startsWith(`# Parsing numbers safely in modern TypeScript\n\n${LONG}\n\n## The radix\n\n`),
+    'the title less its site name, then the article, whose own h1 is a level down');
   t.match(md, '```ts\nconst n: number = Number.parseInt("42", 10);\n```');
   t.match(md, '| Input | Result |\n| --- | --- |\n| "42" | 42 |\n| "x" | NaN |');
   t.match(md, '- Always pass the radix.\n- Check for NaN.');
