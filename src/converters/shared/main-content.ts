@@ -14,12 +14,23 @@
 // element costs a fixed amount more when it retries with looser rules. Pages nested deeper than
 // maxDepth or whose estimate is past maxWork are converted whole: the cost stays linear in the
 // size of the page, whatever its shape.
-import { isProbablyReaderable, Readability } from '@mozilla/readability';
-import { parseHTML } from 'linkedom';
+import { createRequire } from 'node:module';
+
+type Readability = typeof import('@mozilla/readability');
+type Linkedom = typeof import('linkedom');
+
+const require = createRequire(import.meta.url);
+let libs: (Readability & Pick<Linkedom, 'parseHTML'>) | undefined;
+
+/** Loaded on first use: linkedom takes a quarter of a second to load, which conversions without
+ *  main_content (Word, most HTML) need not pay in every pool thread. */
+function load(): Readability & Pick<Linkedom, 'parseHTML'> {
+  libs ??= { ...(require('@mozilla/readability') as Readability), parseHTML: (require('linkedom') as Linkedom).parseHTML };
+  return libs;
+}
 
 /** The slice of domino's document this step reads. */
 export interface SourceElement {
-  nodeName: string;
   outerHTML: string;
   firstElementChild: SourceElement | null;
   nextElementSibling: SourceElement | null;
@@ -46,6 +57,7 @@ export type MainContent =
 export function mainContent(root: SourceElement, base: string | undefined, limits = MAIN_CONTENT_LIMITS): MainContent {
   const over = overLimits(root, limits);
   if (over) return { found: false, reason: over };
+  const { parseHTML, isProbablyReaderable, Readability } = load();
   try {
     const { document } = parseHTML(root.outerHTML);
     if (base) {
