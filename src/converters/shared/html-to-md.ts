@@ -1,11 +1,11 @@
 // HTML → Markdown, shared by the HTML, URL and Word converters (turndown + turndown-plugin-gfm).
 // With opts.mainContent, the page's article alone (main-content.ts) under its title as the `#`
-// heading; a page that is not an article is converted whole. Output: atx headings, `-` bullets, fenced code with the language from the class names, GFM
-// tables (the first row becomes the header when there is no <thead>), links and images made
-// absolute against opts.baseUrl and the document's <base href>. Page chrome (scripts, styles,
-// nav, footer, aside, forms, buttons, iframes) is dropped. Embedded data: images never reach the
-// output: they become `![alt](#embedded-image)`. The result is trimmed, with at most one blank
-// line between blocks.
+// heading; a page that is not an article is converted whole. Output: atx headings, `-` bullets,
+// fenced code with the language from the class names, GFM tables (the first row becomes the
+// header when there is no <thead>), links and images made absolute against opts.baseUrl and the
+// document's <base href>. Page chrome (scripts, styles, nav, footer, aside, forms, buttons,
+// iframes) is dropped. Embedded data: images never reach the output: they become
+// `![alt](#embedded-image)`. The result is trimmed, with at most one blank line between blocks.
 import { createRequire } from 'node:module';
 import TurndownService from 'turndown';
 import { type DomElement, type DomNode, tableRules } from './html-tables.js';
