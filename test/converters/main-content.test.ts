@@ -119,7 +119,7 @@ t.test('pages past the limits never reach Readability and are converted whole', 
   t.equal(htmlToMarkdown(tables, { mainContent: true }), htmlToMarkdown(tables), 'converted whole');
 
   // A flat page of many elements: its estimate passes maxWork long before any depth limit.
-  const elements = Math.ceil(MAIN_CONTENT_LIMITS.maxWork / 23);
+  const elements = Math.ceil(MAIN_CONTENT_LIMITS.maxWork / 20);
   const wide = `<html><body>${para}<div>${'<a href="/x">l</a>'.repeat(elements)}</div></body></html>`;
   t.equal(outcome(wide), 'too-large', `${elements} links in one div`);
   t.equal(outcome(clutteredPage()), 'article', 'the encyclopedia page is within the limits');
