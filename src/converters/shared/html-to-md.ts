@@ -1,13 +1,15 @@
 // HTML → Markdown, shared by the HTML, URL and Word converters (turndown + turndown-plugin-gfm).
-// Output: atx headings, `-` bullets, fenced code with the language from the class names, GFM
-// tables (the first row becomes the header when there is no <thead>), links and images made
-// absolute against opts.baseUrl and the document's <base href>. Page chrome (scripts, styles,
-// nav, footer, aside, forms, buttons, iframes) is dropped. Embedded data: images never reach the
-// output: they become `![alt](#embedded-image)`. The result is trimmed, with at most one blank
-// line between blocks.
+// With opts.mainContent, the page's article alone (main-content.ts) under its title as the `#`
+// heading; a page that is not an article is converted whole. Output: atx headings, `-` bullets,
+// fenced code with the language from the class names, GFM tables (the first row becomes the
+// header when there is no <thead>), links and images made absolute against opts.baseUrl and the
+// document's <base href>. Page chrome (scripts, styles, nav, footer, aside, forms, buttons,
+// iframes) is dropped. Embedded data: images never reach the output: they become
+// `![alt](#embedded-image)`. The result is trimmed, with at most one blank line between blocks.
 import { createRequire } from 'node:module';
 import TurndownService from 'turndown';
 import { type DomElement, type DomNode, tableRules } from './html-tables.js';
+import { mainContent, type SourceElement } from './main-content.js';
 
 const require = createRequire(import.meta.url);
 // turndown parses with domino in Node; we parse with the same copy to prepare the tree first.
@@ -17,6 +19,7 @@ const domino = createRequire(require.resolve('turndown'))('@mixmark-io/domino') 
 const gfm = require('turndown-plugin-gfm') as { taskListItems(s: TurndownService): void };
 
 interface DomDocument extends DomNode {
+  documentElement: (DomElement & SourceElement) | null;
   body: DomElement | null;
   querySelector(sel: string): DomElement | null;
   querySelectorAll(sel: string): ArrayLike<DomElement>;
@@ -25,6 +28,8 @@ interface DomDocument extends DomNode {
 export interface HtmlToMarkdownOptions {
   /** The address the document came from; relative links and images are resolved against it. */
   baseUrl?: string;
+  /** Keep the page's main content only (Readability), under its title; false: the whole page. */
+  mainContent?: boolean;
 }
 
 export const EMBEDDED_IMAGE = '#embedded-image';
@@ -35,6 +40,13 @@ export function htmlToMarkdown(html: string, opts: HtmlToMarkdownOptions = {}): 
   // Our table rules use control characters as separators; they never belong in a document.
   const doc = domino.createDocument(html.replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F]/g, ''));
   const base = baseOf(doc, opts.baseUrl);
+  const article = opts.mainContent && doc.documentElement ? mainContent(doc.documentElement, base) : undefined;
+  if (!article?.found) return convert(doc, base);
+  const body = convert(domino.createDocument(article.html), base);
+  return article.title ? `# ${service().escape(article.title)}\n\n${body}`.trim() : body;
+}
+
+function convert(doc: DomDocument, base: string | undefined): string {
   prepare(doc, base);
   const root = doc.body ?? doc;
   return tidy(service().turndown(root as unknown as TurndownService.Node));
