@@ -20,13 +20,19 @@ interface Tally { outline: number; found: number; sameLevel: number; emitted: nu
 
 
 
+/**
+ * A heading matches an outline entry when their titles agree with or without the section
+ * number ("Installation" printed for the entry "3 Installation", "Chapter 1 Getting Started"
+ * for "1 Getting Started"): the bare forms of both sides are compared, as OutlineMatcher does.
+ */
 function score(markdown: string, entries: ReturnType<typeof readOutline>, t: Tally): void {
   const heads = markdown.split('\n').map((l) => /^(#{1,6}) (.+)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null)
     .map((m) => ({ level: m[1]!.length, key: outlineKey(m[2]!), bare: bareKey(m[2]!), used: false }));
   const wanted = entries.filter((e) => e.level <= 3);
-  const all = new Set(entries.flatMap((e) => [e.key]));
+  const same = (h: { key: string; bare: string }, e: { key: string; bare: string }): boolean =>
+    h.key === e.key || (h.bare !== '' && (h.bare === e.key || h.bare === e.bare));
   for (const e of wanted) {
-    const h = heads.find((x) => !x.used && (x.key === e.key || x.bare === e.key || x.bare === bareKey(e.key)));
+    const h = heads.find((x) => !x.used && same(x, e));
     if (!h) continue;
     h.used = true;
     t.found++;
@@ -34,7 +40,7 @@ function score(markdown: string, entries: ReturnType<typeof readOutline>, t: Tal
   }
   t.outline += wanted.length;
   t.emitted += heads.length;
-  t.extra += heads.filter((h) => !all.has(h.key) && !all.has(h.bare) && ![...all].some((k) => bareKey(k) === h.bare)).length;
+  t.extra += heads.filter((h) => !entries.some((e) => same(h, e))).length;
   t.docs++;
 }
 

@@ -9,6 +9,8 @@ import { type Item, median } from './model.js';
 const MIN_GUTTER = 8;
 /** A gutter must leave at least this much text width on each side, in points. */
 const MIN_COLUMN = 60;
+/** Text narrower than this (a number, a marker) is no evidence of a column, in points. */
+const MIN_PIECE = 24;
 
 interface Gutter { x0: number; x1: number }
 
@@ -40,16 +42,33 @@ function gutters(items: readonly Item[], pageWidth: number): Gutter[] {
       start = -1;
     }
   }
-  // a gutter needs real columns on both sides, not a bullet column or a stray label
+  // a gutter needs real columns on both sides, not a bullet column, a stray label or the line
+  // numbers of a code listing: pieces of text at least a few words wide
+  const wide = text.filter((t) => t.x1 - t.x0 >= MIN_PIECE);
   return out.filter((g) => {
-    const left = text.filter((t) => t.x1 <= g.x0 + 1).length;
-    const right = text.filter((t) => t.x0 >= g.x1 - 1).length;
+    const left = wide.filter((t) => t.x1 <= g.x0 + 1).length;
+    const right = wide.filter((t) => t.x0 >= g.x1 - 1).length;
     return left >= 3 && right >= 3;
   });
 }
 
 function byPosition(a: Item, b: Item): number {
   return a.y0 - b.y0 || a.x0 - b.x0;
+}
+
+/**
+ * The column an item belongs to, by its centre; a narrow piece set just before text on its
+ * baseline (a section number before its title) goes with that text, even when it sits in
+ * the gutter.
+ */
+function columnOf(it: Item, all: readonly Item[], gs: readonly Gutter[]): number {
+  const byCentre = (x: Item): number => gs.filter((g) => g.x1 < (x.x0 + x.x1) / 2).length;
+  const own = byCentre(it);
+  if (it.kind !== 'text' || it.x1 - it.x0 >= MIN_PIECE) return own;
+  const f = it.frag;
+  const next = all.find((x) => x.kind === 'text' && x !== it && Math.abs(x.frag.base - f.base) <= f.size * 0.35 &&
+    x.x0 >= it.x1 - 1 && x.x0 - it.x1 <= f.size * 2.5);
+  return next ? Math.max(own, byCentre(next)) : own;
 }
 
 /** Sections of the page's items in reading order. */
@@ -72,8 +91,7 @@ export function readingOrder(items: readonly Item[], pageWidth: number): Item[][
       continue;
     }
     if (spanning.length > 0) { sections.push(spanning); spanning = []; }
-    const cx = (it.x0 + it.x1) / 2;
-    columns[gs.filter((g) => g.x1 < cx).length]!.push(it);
+    columns[columnOf(it, sorted, gs)]!.push(it);
   }
   if (spanning.length > 0) sections.push(spanning);
   flushColumns();

@@ -16,7 +16,7 @@ import { readingOrder } from './layout.js';
 import { renderSections } from './markdown.js';
 import type { Item } from './model.js';
 import { type OutlineEntry, OutlineMatcher } from './outline.js';
-import { type DocStats, isRunningHead } from './stats.js';
+import { type DocStats, withoutRunningHeads } from './stats.js';
 import { alignedTables, ruledTables } from './tables.js';
 
 export interface PageJob {
@@ -96,8 +96,7 @@ export async function convertPage(job: PageJob): Promise<PageOutput> {
         return { markdown: await ocrPage(page, job.ctx.signal, job.languages), figures: 0, aiUsed: false, ocred: true };
       }
       if (fast) {
-        const items: Item[] = model.frags
-          .filter((f) => !isRunningHead(null, f, model.height))
+        const items: Item[] = withoutRunningHeads(null, model.frags, model.height)
           .map((frag) => ({ kind: 'text', frag, x0: frag.x0, y0: frag.y0, x1: frag.x1, y1: frag.y1 }));
         const markdown = renderSections([items], { stats: null, structure: false, links: [], figure: () => '' });
         return { markdown, figures: 0, aiUsed: false, ocred: false };
@@ -112,7 +111,7 @@ export async function convertPage(job: PageJob): Promise<PageOutput> {
 }
 
 async function structuredPage(job: PageJob, model: PageModel): Promise<PageOutput> {
-  let frags = model.frags.filter((f) => !isRunningHead(job.stats, f, model.height));
+  let frags = withoutRunningHeads(job.stats, model.frags, model.height);
   const ruled = ruledTables(frags, model.vectors, model.width * model.height);
   frags = ruled.frags;
   const tables = [...ruled.tables];
@@ -136,6 +135,7 @@ async function structuredPage(job: PageJob, model: PageModel): Promise<PageOutpu
   const markdown = renderSections(readingOrder(items, model.width), {
     stats: job.stats, structure: true, links: model.links, figure: (i) => figureMd[i] ?? '',
     outline: job.outline.length > 0 ? new OutlineMatcher(job.outline as OutlineEntry[], job.number) : null,
+    firstPage: job.number === 1,
   });
   return { markdown, figures: plan.figures.length, aiUsed, ocred: false };
 }
