@@ -5,7 +5,7 @@
 // With `structure` off (quality fast) every text block is a plain paragraph.
 import { type HeadingStyle, isBoldRun, numberDepth, roundSize, stronger, styleKey } from './headings.js';
 import { escapeBlockStart, inlineMarkdown } from './inline.js';
-import { BOLD, BULLET_RE, boxOf, ITALIC, type Item, median, MONO, ORDERED_RE, type PChar, textOf } from './model.js';
+import { BOLD, type Box, BULLET_RE, boxOf, ITALIC, type Item, median, MONO, ORDERED_RE, type PChar, textOf } from './model.js';
 import type { OutlineMatcher } from './outline.js';
 import { type DocStats, headingLevel } from './stats.js';
 
@@ -163,11 +163,13 @@ const CHAPTER_RE = /^(chapter|part|appendix)\s+(\d{1,3}|[IVXLC]{1,6}|[A-Z])$/i;
  * for text. Candidates come from the document's font statistics (larger type, or bold at body
  * size); a numbered title takes the depth of its number. Not headings: sentences, form fields,
  * and short bold labels at body size that are neither numbered nor set apart by space above
- * (`spaced`).
+ * (`spaced`). Set like body text, a numbered line centred in its column is a title too.
+ * `inColumn`: the section is one column of several.
  */
-function levelOf(line: Line, stats: DocStats | null, spaced: boolean): number {
+function levelOf(line: Line, stats: DocStats | null, spaced: boolean, centred: boolean, inColumn: boolean): number {
   if (!stats) return 0;
-  const level = headingLevel(stats, line.size, line.head.bold ? BOLD : 0);
+  let level = headingLevel(stats, line.size, line.head.bold ? BOLD : 0);
+  if (level === 0 && centred && spaced && Math.abs(line.size - stats.bodySize) <= 1) level = numberDepth(line.text);
   if (level === 0) return 0;
   // bold but for its monospace words ("2.1 `\\setkeys`"): a title only where set apart
   if (line.head.bold && (line.style & BOLD) === 0 && !spaced) return 0;
@@ -177,21 +179,32 @@ function levelOf(line: Line, stats: DocStats | null, spaced: boolean): number {
   // a bold line at body size is a heading only when it is short and not a sentence
   if (!bySize && (line.text.length > 80 || /[.,;:]$/.test(line.text) || words > 12)) return 0;
   if (!bySize && depth === 0 && !spaced) return 0;
-  // a one-word bold label at body size ("Note", "Warning") is emphasis, even set apart; a lone
-  // capital is an index's letter group
-  if (!bySize && depth === 0 && words < 2 && !/^\p{Lu}$/u.test(line.text)) return 0;
+  // a one-word bold label at body size ("Note", "Warning", "Abstract") is emphasis, even set
+  // apart; a lone capital, or a word centred over one of several columns, is an index's
+  // letter group ("Symbols")
+  if (!bySize && depth === 0 && words < 2 && !/^\p{Lu}$/u.test(line.text) && !(centred && inColumn)) return 0;
   // a caption ("Table 1: …", "Figure 3.") is not a title
   if (CAPTION_RE.test(line.text)) return 0;
   // larger type that reads as a sentence (several words and a full stop) is text set large;
   // a form field ("Patient Name: …") is a label with its value
   if (/[a-z)]\.$/.test(line.text) && words > 5) return 0;
   if (FIELD_RE.test(line.text)) return 0;
-  // a contents line ("3 Installation 8"), a date or an author with a footnote mark is not a
-  // section title
-  if ((depth > 0 || /^[A-Z]\s+\p{Lu}/u.test(line.text)) && /\s\d{1,4}$/.test(line.text)) return 0;
-  if (DATE_RE.test(line.text) || /[∗*†‡§]$/u.test(line.text)) return 0;
+  // a contents line (a title, then its page number far to the right; "B Further Reading 14")
+  // or a date is not a section title
+  if (pageNumberAfterGap(line) || (/^[A-Z]\s+\p{Lu}/u.test(line.text) && /\s\d{1,4}$/.test(line.text))) return 0;
+  if (DATE_RE.test(line.text)) return 0;
   if (!/\p{L}/u.test(line.text)) return 0;
   return depth > 0 ? depth : level;
+}
+
+/** True when the line ends in a number set well apart from the text before it ("Index    20"). */
+function pageNumberAfterGap(line: Line): boolean {
+  const m = /\s(\d{1,4}|[ivxlc]{1,6})$/.exec(line.text);
+  if (!m) return false;
+  const ink = line.chars.filter((c) => c.c.trim() !== '');
+  const first = ink.length - m[1]!.length;
+  if (first < 1) return false;
+  return ink[first]!.x0 - ink[first - 1]!.x1 >= line.size * 1.5;
 }
 
 const DATE_RE = /^(\p{L}+ \d{1,2}, \d{4}|\d{1,2} \p{L}+ \d{4}|\p{L}+ \d{4})$/u;
@@ -211,7 +224,15 @@ function linePitch(lines: ReadonlyArray<Line | Item>): number {
   return median(deltas);
 }
 
-function blocksOf(section: readonly Item[], opts: RenderOptions, right: number): Block[] {
+/** True when the line sits in the middle of its section, well in from both edges. */
+function isCentred(line: Line, box: Box): boolean {
+  const width = box.x1 - box.x0;
+  return line.x1 - line.x0 <= width * 0.8 && line.x0 - box.x0 >= line.size * 2 &&
+    Math.abs((line.x0 + line.x1) / 2 - (box.x0 + box.x1) / 2) <= Math.max(line.size, width * 0.03);
+}
+
+function blocksOf(section: readonly Item[], opts: RenderOptions, box: Box, inColumn: boolean): Block[] {
+  const right = box.x1;
   const blocks: Block[] = [];
   let prev: Line | null = null;
   const lines = linesOf(section);
@@ -253,10 +274,11 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, right: number):
     }
     const toc = LEADERS_RE.test(x.text);
     const byOutline = opts.outline && !toc ? opts.outline.match(x.text) : null;
-    let level = toc ? 0 : byOutline ? byOutline.level : levelOf(x, opts.stats, prev === null || gap >= x.size * 0.8);
+    let level = toc ? 0 : byOutline ? byOutline.level : levelOf(x, opts.stats, prev === null || gap >= x.size * 0.8, isCentred(x, box), inColumn);
     // a line that goes on in lower case continues a heading above it, or is not one (a wrapped
     // caption's second line, "through 2021–22")
-    if (level > 0 && !byOutline && /^\p{Ll}/u.test(x.text) && !(near && cur?.kind === 'heading' && cur.level === level)) level = 0;
+    if (level > 0 && !byOutline && /^\p{Ll}/u.test(x.text) &&
+      !(near && cur?.kind === 'heading' && !cur.byOutline && styleKey(cur.lines[0]!.head) === styleKey(x.head))) level = 0;
     const bullet = BULLET_RE.exec(x.text);
     const ordered = ORDERED_RE.exec(x.text);
     const inCode = cur?.kind === 'code' && prev !== null && gap <= x.size * 1.5;
@@ -271,7 +293,7 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, right: number):
       if (cur?.kind === 'heading' && !cur.byOutline && cur.lines.length === 1 && CHAPTER_RE.test(cur.lines[0]!.text)) {
         cur.lines.push(x);
         cur.level = Math.min(cur.level, level);
-      } else if (near && depth === 0 && (cur?.kind === 'heading' || (cur?.kind === 'para' && cur.level !== undefined)) &&
+      } else if (near && depth === 0 && !/^\p{Lu}$/u.test(x.text) && (cur?.kind === 'heading' || (cur?.kind === 'para' && cur.level !== undefined)) &&
         !(cur.kind === 'heading' && cur.byOutline) && styleKey(cur.lines[0]!.head) === styleKey(x.head)) {
         // the next line of a title set over several lines
         cur.lines.push(x);
@@ -402,39 +424,48 @@ function isBodyText(b: Block, stats: DocStats): boolean {
   return Math.abs(b.lines[0]!.size - stats.bodySize) <= 1 && (b.lines.length >= 2 || chars >= 80);
 }
 
+/** A heading's text ends in a footnote mark (an author's "∗", "†"). */
+const marked = (b: Block & { kind: 'heading' }): boolean => /[∗*†‡§]$/u.test(b.lines[b.lines.length - 1]!.text);
+
 /**
  * The final levels of the page's headings, in reading order (see headings.ts). On the first
- * page, the headings before the first paragraph of body text that are set in styles no other
- * page has are its title block: the strongest is the document's title, the others (authors,
- * dates) become paragraphs.
+ * page, the headings before the first paragraph of body text are its title block: the
+ * strongest unnumbered one is the document's title (a footnote mark allowed); the others
+ * that are neither numbered nor bold, or set in a style no other page has, are its authors,
+ * affiliations and date: paragraphs. Elsewhere, a heading with a footnote mark is an author.
  */
 function assignLevels(blocks: Block[], opts: RenderOptions): void {
   const stats = opts.stats;
   if (!stats) return;
   const tree = stats.tree;
-  let title: HeadingStyle | null = null;
   const titleBlock = new Set<Block>();
+  let title: (Block & { kind: 'heading' }) | null = null;
   if (opts.firstPage) {
     for (const b of blocks) {
       if (isBodyText(b, stats)) break;
-      if (b.kind !== 'heading' || b.byOutline || !tree.inTitleBlock(headStyle(b))) continue;
+      if (b.kind !== 'heading' || b.byOutline) continue;
       titleBlock.add(b);
-      if (!title || stronger(headStyle(b), title)) title = headStyle(b);
+      if (b.depth === 0 && (!title || stronger(headStyle(b), headStyle(title)))) title = b;
     }
   }
   for (const [i, b] of blocks.entries()) {
     if (b.kind !== 'heading' || b.byOutline) continue;
     const style = headStyle(b);
-    if (!titleBlock.has(b)) b.level = tree.level(style, b.depth);
-    else if (styleKey(style) === styleKey(title!)) b.level = tree.title();
-    else blocks[i] = { kind: 'para', lines: b.lines };
+    const byline = titleBlock.has(b) && b.depth === 0 && (!style.bold || tree.inTitleBlock(style));
+    if (b === title) b.level = tree.title();
+    else if (byline || marked(b)) blocks[i] = { kind: 'para', lines: b.lines };
+    else b.level = tree.level(style, b.depth);
   }
 }
 
 /** Markdown of one page from its sections (see layout.ts). */
 export function renderSections(sections: readonly Item[][], opts: RenderOptions): string {
   const out: string[] = [];
-  const all = sections.map((section) => slideRuns(blocksOf(section, opts, boxOf(section).x1)));
+  const page = boxOf(sections.flat());
+  const all = sections.map((section) => {
+    const box = boxOf(section);
+    return slideRuns(blocksOf(section, opts, box, box.x1 - box.x0 <= (page.x1 - page.x0) * 0.6));
+  });
   const flat = all.flat();
   assignLevels(flat, opts);
   let at = 0;
