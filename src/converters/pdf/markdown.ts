@@ -5,7 +5,7 @@
 // With `structure` off (quality fast) every text block is a plain paragraph.
 import { type HeadingStyle, isBoldRun, numberDepth, roundSize, stronger, styleKey } from './headings.js';
 import { escapeBlockStart, inlineMarkdown } from './inline.js';
-import { BOLD, type Box, BULLET_RE, boxOf, ITALIC, type Item, median, MONO, ORDERED_RE, type PChar, textOf } from './model.js';
+import { BOLD, type Box, BULLET_RE, boxOf, ITALIC, type Item, median, MONO, mostlyRtl, ORDERED_RE, type PChar, textOf } from './model.js';
 import type { OutlineMatcher } from './outline.js';
 import { type DocStats, headingLevel } from './stats.js';
 
@@ -53,21 +53,8 @@ function collapseLeaders(chars: PChar[]): void {
   }
 }
 
-const RTL_RE = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]/u;
-const LETTER_RE = /\p{L}/u;
-
 /** True when most letters of the row are of a right-to-left script (Hebrew, Arabic, Persian). */
-function isRtlLine(row: ReadonlyArray<Item & { kind: 'text' }>): boolean {
-  let rtl = 0, letters = 0;
-  for (const it of row) {
-    for (const ch of it.frag.chars) {
-      if (!LETTER_RE.test(ch.c)) continue;
-      letters++;
-      if (RTL_RE.test(ch.c)) rtl++;
-    }
-  }
-  return rtl > letters / 2;
-}
+const isRtlLine = (row: ReadonlyArray<Item & { kind: 'text' }>): boolean => mostlyRtl(row.flatMap((it) => it.frag.chars));
 
 /** Merges the section's text items that share a baseline into lines, keeping other items. */
 function linesOf(section: readonly Item[]): Array<Line | Item> {
