@@ -54,10 +54,12 @@ const same = (h: Head, e: Entry): boolean => h.key === e.key || (h.bare !== '' &
  * Fair matching adds what the strict one misses though the heading is the entry's: an outline
  * title that is a short form of the printed one (\section[aliascnt]{The aliascnt package},
  * "1.1.1 Options" for "1.1.1 Options for selecting pages"), taken only on the entry's page or
- * next to it and for entries of four letters or more.
+ * next to it, for entries of four letters or more, and where both carry a section number only
+ * with the same number.
  */
 const shortForm = (h: Head, e: Entry): boolean => Math.abs(h.page - e.page) <= 1 &&
-  ((e.key.length >= 4 && h.key.includes(e.key)) || (e.bare.length >= 4 && h.bare.includes(e.bare)));
+  ((e.key.length >= 4 && h.key.includes(e.key)) ||
+    (e.bare.length >= 4 && h.bare.includes(e.bare) && (h.depth === 0 || e.bare === e.key)));
 
 /**
  * Scores one document into `strict` and `fair`. Recall and level agreement: each entry of the

@@ -171,7 +171,8 @@ function levelOf(line: Line, stats: DocStats | null, spaced: boolean, centred: b
   // letter group ("Symbols")
   if (!bySize && depth === 0 && words < 2 && !/^\p{Lu}$/u.test(line.text) && !(centred && inColumn)) return 0;
   // a caption ("Table 1: …", "Figure 3.") is not a title
-  if (CAPTION_RE.test(line.text)) return 0;
+  // nor are the labels of a figure's panels ("(a) before (b) after")
+  if (CAPTION_RE.test(line.text) || /^\(a\)\s.*\s\(b\)\s/.test(line.text)) return 0;
   // larger type that reads as a sentence (several words and a full stop) is text set large;
   // a form field ("Patient Name: …") is a label with its value
   if (/[a-z)]\.$/.test(line.text) && words > 5) return 0;
