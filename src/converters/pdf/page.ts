@@ -34,6 +34,10 @@ export interface PageJob {
   outline: readonly OutlineEntry[];
   /** The document-wide number the page's first figure gets. */
   firstFigure: number;
+  /** The page as the statistics pass read it (with vector boxes and links, no image pixels),
+   *  when it did: used instead of reading the page again, unless pixels are wanted. Destroyed
+   *  here either way. */
+  model?: PageModel;
   ctx: ConvertContext;
 }
 
@@ -86,10 +90,12 @@ async function ocrPage(page: mupdf.Page, signal: AbortSignal, languages: readonl
 export async function convertPage(job: PageJob): Promise<PageOutput> {
   const page = job.doc.loadPage(job.number - 1);
   try {
-    if (job.ocr) return { markdown: await ocrPage(page, job.ctx.signal, job.languages), figures: 0, aiUsed: false, ocred: true };
     const fast = job.quality === 'fast';
     const wantPixels = !fast && (job.figures === 'describe' || job.quality === 'max');
-    const model = extractPage(page, job.doc, job.number, { keepImages: wantPixels, vectors: !fast, links: !fast });
+    const read = job.model && !job.ocr && !fast && !wantPixels ? job.model : null;
+    if (job.model && !read) job.model.destroy();
+    if (job.ocr) return { markdown: await ocrPage(page, job.ctx.signal, job.languages), figures: 0, aiUsed: false, ocred: true };
+    const model = read ?? extractPage(page, job.doc, job.number, { keepImages: wantPixels, vectors: !fast, links: !fast });
     try {
       if (needsOcr(model)) {
         if (fast) return { markdown: '', figures: 0, aiUsed: false, ocred: false };

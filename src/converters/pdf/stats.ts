@@ -1,8 +1,10 @@
 // Document-wide statistics the page-by-page pass needs: the body text size (the size most
-// characters have), the larger sizes that make heading levels, and the running headers/footers
+// characters have), the larger sizes that make headings and what the heading styles' numbered
+// titles say of their levels (see headings.ts), and the running headers/footers
 // (text repeated at the same height in the top or bottom margin of most pages). They are taken
 // from a sample of pages spread over the document, so a 2,000-page PDF costs at most
-// SAMPLE_PAGES extra text extractions and no page's content is kept in memory.
+// SAMPLE_PAGES extra text extractions; no page's content is kept in memory, but for the sampled
+// pages a standard conversion reads anyway (convert.ts keeps those and reads them once).
 import type { PageModel } from './extract.js';
 import { HeadingTree, type HeadingStyle, isBoldRun, numberDepth, roundSize, styleKey } from './headings.js';
 import { BOLD, type Frag, isPageNumber, type PChar, textOf } from './model.js';
