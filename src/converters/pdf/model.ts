@@ -59,6 +59,9 @@ const LETTER_RE = /\p{L}/u;
 export function mostlyRtl(chars: Iterable<PChar>): boolean {
   let rtl = 0, letters = 0;
   for (const ch of chars) {
+    const code = ch.c.charCodeAt(0);
+    // ASCII first: the common case, without a regular expression
+    if (code < 0x80) { if ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) letters++; continue; }
     if (!LETTER_RE.test(ch.c)) continue;
     letters++;
     if (RTL_RE.test(ch.c)) rtl++;
