@@ -7,7 +7,7 @@
 // lines and each stretch between them is looked at on its own, with a stricter test (real
 // columns of text on both sides, not a code listing's comments or a form's labels).
 // The result is a list of sections; a section boundary is always a paragraph boundary.
-import { type Item, median, MONO } from './model.js';
+import { boxOf, type Item, median, MONO } from './model.js';
 
 /** Narrowest white band taken for a gutter between columns, in points. */
 const MIN_GUTTER = 8;
@@ -62,8 +62,8 @@ function gutters(items: readonly Item[], pageWidth: number, strict = false): Gut
     if (!strict) return true;
     // what crosses the gutter lies above or below the stretch where the columns stand side by
     // side, never between their lines
-    const top = Math.max(Math.min(...left.map((t) => t.y0)), Math.min(...right.map((t) => t.y0)));
-    const bottom = Math.min(Math.max(...left.map((t) => t.y1)), Math.max(...right.map((t) => t.y1)));
+    const top = Math.max(boxOf(left).y0, boxOf(right).y0);
+    const bottom = Math.min(boxOf(left).y1, boxOf(right).y1);
     return text.every((t) => !(t.x0 < g.x0 - 2 && t.x1 > g.x1 + 2) || t.y1 <= top + 1 || t.y0 >= bottom - 1);
   });
 }
@@ -81,19 +81,26 @@ function byPosition(a: Item, b: Item): number {
   return a.y0 - b.y0 || a.x0 - b.x0;
 }
 
-/**
- * The column an item belongs to, by its centre; a narrow piece set just before text on its
- * baseline (a section number before its title) goes with that text, even when it sits in
- * the gutter.
- */
-function columnOf(it: Item, all: readonly Item[], gs: readonly Gutter[]): number {
-  const byCentre = (x: Item): number => gs.filter((g) => g.x1 < (x.x0 + x.x1) / 2).length;
-  const own = byCentre(it);
-  if (it.kind !== 'text' || it.x1 - it.x0 >= MIN_PIECE) return own;
-  const f = it.frag;
-  const next = all.find((x) => x.kind === 'text' && x !== it && Math.abs(x.frag.base - f.base) <= f.size * 0.35 &&
-    x.x0 >= it.x1 - 1 && x.x0 - it.x1 <= f.size * 2.5);
-  return next ? Math.max(own, byCentre(next)) : own;
+/** For each narrow piece of text, the text that follows it on its baseline within 2.5 em. */
+function followers(items: readonly Item[]): Map<Item, Item> {
+  type Text = Item & { kind: 'text' };
+  const text = items.filter((i): i is Text => i.kind === 'text').sort((a, b) => a.frag.base - b.frag.base || a.x0 - b.x0);
+  const out = new Map<Item, Item>();
+  let line: Text[] = [];
+  const flush = (): void => {
+    line.sort((a, b) => a.x0 - b.x0);
+    for (let k = 0; k + 1 < line.length; k++) {
+      const it = line[k]!, next = line[k + 1]!;
+      if (it.x1 - it.x0 < MIN_PIECE && next.x0 >= it.x1 - 1 && next.x0 - it.x1 <= it.frag.size * 2.5) out.set(it, next);
+    }
+    line = [];
+  };
+  for (const it of text) {
+    if (line.length > 0 && Math.abs(it.frag.base - line[0]!.frag.base) > it.frag.size * 0.35) flush();
+    line.push(it);
+  }
+  flush();
+  return out;
 }
 
 /** Sections of the page's items in reading order. */
@@ -108,7 +115,8 @@ export function readingOrder(items: readonly Item[], pageWidth: number): Item[][
 function banded(sorted: Item[], pageWidth: number): Item[][] {
   const text = sorted.filter((i) => i.kind === 'text');
   if (text.length < 12) return sorted.length > 0 ? [sorted] : [];
-  const span = Math.max(...text.map((t) => t.x1)) - Math.min(...text.map((t) => t.x0));
+  const all = boxOf(text);
+  const span = all.x1 - all.x0;
   const bands: Item[][] = [];
   let band: Item[] = [];
   for (const it of sorted) {
@@ -122,13 +130,13 @@ function banded(sorted: Item[], pageWidth: number): Item[][] {
   let plain: Item[] = [];
   for (const b of bands) {
     const gs = b.length >= 6 ? gutters(b, pageWidth, true) : [];
-    if (gs.length === 0) { plain.push(...b); continue; }
+    if (gs.length === 0) { plain = plain.concat(b); continue; }
     // the short last line of a paragraph above the columns stays with it
     let k = 0;
     while (k < b.length && crosses(b[k]!, gs)) k++;
-    plain.push(...b.slice(0, k));
+    plain = plain.concat(b.slice(0, k));
     if (plain.length > 0) { sections.push(plain); plain = []; }
-    sections.push(...columnsOf(b.slice(k), gs));
+    for (const section of columnsOf(b.slice(k), gs)) sections.push(section);
   }
   if (plain.length > 0) sections.push(plain);
   return sections;
@@ -139,6 +147,14 @@ const crosses = (it: Item, gs: readonly Gutter[]): boolean => gs.some((g) => it.
 /** The items of a page or band read column by column, cut where an item crosses a gutter. */
 function columnsOf(sorted: readonly Item[], gs: readonly Gutter[]): Item[][] {
   const sections: Item[][] = [];
+  // the column an item belongs to, by its centre; a narrow piece set just before text on its
+  // baseline (a section number before its title) goes with that text, even in the gutter
+  const byCentre = (x: Item): number => gs.filter((g) => g.x1 < (x.x0 + x.x1) / 2).length;
+  const next = followers(sorted);
+  const columnOf = (it: Item): number => {
+    const after = next.get(it);
+    return Math.max(byCentre(it), after ? byCentre(after) : 0);
+  };
   let columns: Item[][] = gs.map(() => []).concat([[]]);
   let spanning: Item[] = [];
   const flushColumns = (): void => {
@@ -152,7 +168,7 @@ function columnsOf(sorted: readonly Item[], gs: readonly Gutter[]): Item[][] {
       continue;
     }
     if (spanning.length > 0) { sections.push(spanning); spanning = []; }
-    columns[columnOf(it, sorted, gs)]!.push(it);
+    columns[columnOf(it)]!.push(it);
   }
   if (spanning.length > 0) sections.push(spanning);
   flushColumns();

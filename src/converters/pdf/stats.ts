@@ -97,10 +97,14 @@ function shortLines(page: PageModel): PageSignals['shortLines'] {
   const flush = (): void => {
     if (run.length === 0) return;
     const chars: PChar[] = [];
-    for (const f of run) chars.push(...f.chars, { ...f.chars[f.chars.length - 1]!, c: ' ' });
+    for (const f of run) {
+      for (const c of f.chars) chars.push(c);
+      chars.push({ ...f.chars[f.chars.length - 1]!, c: ' ' });
+    }
     const text = textOf(chars).trim();
     if (text.length <= 80 && text.split(/\s+/).length <= 12 && /\p{L}/u.test(text)) {
-      out.push({ style: { size: roundSize(Math.max(...run.map((f) => f.size))), bold: isBoldRun(chars) }, depth: numberDepth(text) });
+      const size = run.reduce((m, f) => Math.max(m, f.size), 0);
+      out.push({ style: { size: roundSize(size), bold: isBoldRun(chars) }, depth: numberDepth(text) });
     }
     run = [];
   };
@@ -189,8 +193,11 @@ export function isRunningHead(stats: DocStats | null, f: Frag, pageHeight: numbe
 export function withoutRunningHeads(stats: DocStats | null, frags: readonly Frag[], pageHeight: number): Frag[] {
   const dropped = new Set(frags.filter((f) => isRunningHead(stats, f, pageHeight)));
   if (dropped.size === 0) return [...frags];
-  return frags.filter((f) => !dropped.has(f) || (isPageNumber(textOf(f.chars)) && frags.some((g) =>
+  // a page with more than a few bare numbers in its margins is no page of titles
+  const numbers = [...dropped].filter((f) => isPageNumber(textOf(f.chars)));
+  const kept = new Set(numbers.length > 8 ? [] : numbers.filter((f) => frags.some((g) =>
     !dropped.has(g) && Math.abs(g.base - f.base) <= f.size * 0.35 && g.x0 >= f.x1 && g.x0 - f.x1 <= f.size * 3)));
+  return frags.filter((f) => !dropped.has(f) || kept.has(f));
 }
 
 /**

@@ -121,17 +121,16 @@ function cellText(chars: PChar[]): string {
  * their characters) turned back to read left to right.
  */
 function logicalOrder(visual: readonly string[]): string[] {
-  const out = [...visual];
+  const out: string[] = [];
   let i = 0;
-  while (i < out.length) {
-    if (!isLtrChar(out[i]!)) { i++; continue; }
+  while (i < visual.length) {
+    if (!isLtrChar(visual[i]!)) { out.push(visual[i]!); i++; continue; }
     let j = i, end = i;
-    while (j < out.length && (isLtrChar(out[j]!) || /^[\s.,:;/%+\-–()]$/u.test(out[j]!))) {
-      if (isLtrChar(out[j]!)) end = j;
+    while (j < visual.length && (isLtrChar(visual[j]!) || /^[\s.,:;/%+\-–()]$/u.test(visual[j]!))) {
+      if (isLtrChar(visual[j]!)) end = j;
       j++;
     }
-    const run = out.slice(i, end + 1).reverse();
-    out.splice(i, run.length, ...run);
+    for (let k = end; k >= i; k--) out.push(visual[k]!);
     i = end + 1;
   }
   return out;
@@ -159,7 +158,13 @@ function splitRtlGaps(f: Frag): Frag[] {
   }
   if (cuts.length === 0) return [f];
   const pieces: PChar[][] = cuts.map(() => []).concat([[]]);
-  for (const ch of f.chars) pieces[cuts.filter((x) => x < (ch.x0 + ch.x1) / 2).length]!.push(ch);
+  for (const ch of f.chars) {
+    // the number of cuts left of the character's centre (cuts run left to right)
+    const cx = (ch.x0 + ch.x1) / 2;
+    let lo = 0, hi = cuts.length;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (cuts[mid]! < cx) lo = mid + 1; else hi = mid; }
+    pieces[lo]!.push(ch);
+  }
   return pieces.filter((p) => p.some((c) => c.c.trim() !== '')).map((p) => makeFrag(p.filter((c, k) => c.c.trim() !== '' || (k > 0 && k < p.length - 1))));
 }
 
