@@ -1,8 +1,9 @@
 // Speed beside quality: the PDF converter's pages per second in this thread at `fast` and at
 // `standard`, against native `mutool draw -F txt` run one process at a time on the same files
 // (both per core), on the texlive manuals scenario B converts. Layout analysis (tables,
-// headings, reading order) must not push `standard` under 0.3× mutool.
-// `tsx bench/quality/speed.ts` runs it alone.
+// headings, reading order) must not push `standard` under 0.3× mutool. The three are timed
+// file by file in turn, round after round, so a change in the machine's load while it runs
+// falls on all three alike. `tsx bench/quality/speed.ts` runs it alone.
 import { spawnSync } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 import { pdfConverter } from '../../src/converters/pdf.js';
@@ -10,15 +11,27 @@ import { convertWith } from '../../test/helpers/convert-ctx.js';
 import { texlivePdfs, type CorpusFile } from '../corpus.js';
 import type { QualityRow } from './types.js';
 
-const MIN_SECONDS = 8;
+/** Rounds go on until this much time has passed (about a third of it per contender). */
+const MIN_SECONDS = 24;
 
-async function rate(files: readonly CorpusFile[], once: (f: CorpusFile) => Promise<void>): Promise<number> {
+type Run = (f: CorpusFile) => Promise<void>;
+
+/** Pages per second of each contender, timed in turn on every file, in whole rounds. */
+async function rates(files: readonly CorpusFile[], runs: readonly Run[]): Promise<number[]> {
+  const ms = runs.map(() => 0);
   let pages = 0;
   const t0 = performance.now();
   do {
-    for (const f of files) { await once(f); pages += f.pages; }
+    for (const f of files) {
+      for (const [k, run] of runs.entries()) {
+        const t = performance.now();
+        await run(f);
+        ms[k]! += performance.now() - t;
+      }
+      pages += f.pages;
+    }
   } while (performance.now() - t0 < MIN_SECONDS * 1000);
-  return pages / ((performance.now() - t0) / 1000);
+  return ms.map((m) => pages / (m / 1000));
 }
 
 export async function run(): Promise<QualityRow[]> {
@@ -27,9 +40,11 @@ export async function run(): Promise<QualityRow[]> {
   if (files.length === 0 || spawnSync('mutool', ['-v']).error) {
     return [{ name: 'PDF speed vs mutool', measured: 'skipped: needs texlive-latex-base-doc and mupdf-tools (npm run bench installs them)', target: '-', pass: false }];
   }
-  const mutool = await rate(files, async (f) => { spawnSync('mutool', ['draw', '-q', '-F', 'txt', '-o', '/dev/null', f.path]); });
-  const fast = await rate(files, async (f) => { await convertWith(pdfConverter, f.path, { quality: 'fast' }); });
-  const standard = await rate(files, async (f) => { await convertWith(pdfConverter, f.path, { quality: 'standard' }); });
+  const [mutool, fast, standard] = await rates(files, [
+    async (f) => { spawnSync('mutool', ['draw', '-q', '-F', 'txt', '-o', '/dev/null', f.path]); },
+    async (f) => { await convertWith(pdfConverter, f.path, { quality: 'fast' }); },
+    async (f) => { await convertWith(pdfConverter, f.path, { quality: 'standard' }); },
+  ]) as [number, number, number];
   const pages = files.reduce((n, f) => n + f.pages, 0);
   const note = `${files.length} manuals, ${pages} pages; mutool ${mutool.toFixed(0)} pages/s`;
   return [

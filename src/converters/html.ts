@@ -1,5 +1,6 @@
 // HTML → Markdown: decode the bytes (BOM, <meta charset>, detection; shared/charset.ts), then
-// the shared HTML→Markdown step with options.baseUrl so relative links become absolute.
+// the shared HTML→Markdown step with options.baseUrl so relative links become absolute, and the
+// page's main content alone when options.main_content is true (a URL conversion's default).
 // Priced as one page, counted in bytes of the file (DESIGN.md §3).
 import { readFile, stat } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
@@ -49,7 +50,7 @@ export const htmlConverter: Converter = {
     if (ctx.signal.aborted) throw cancelled();
     let markdown: string;
     try {
-      markdown = htmlToMarkdown(html, { baseUrl: options.baseUrl });
+      markdown = htmlToMarkdown(html, { baseUrl: options.baseUrl, mainContent: options.main_content ?? false });
     } catch (err) {
       throw new ApiError('invalid_document', `The HTML could not be converted: ${(err as Error).message}`);
     }

@@ -40,6 +40,9 @@ export interface ConvertOptions {
   languages?: string[];
   /** HTML: the address the document came from, to make relative links absolute. */
   baseUrl?: string;
+  /** HTML and URL: keep the page's main content only (Readability); false: the whole document.
+   *  Absent: false for HTML; the edge sets true for URL conversions (src/server/convert-request.ts). */
+  main_content?: boolean;
 }
 
 /** What the registry knows of a source before converting it. */

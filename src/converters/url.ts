@@ -6,7 +6,8 @@
 // The service fetches at admission with it (jobs/plan.ts), so that a URL is priced as what it
 // fetched and its job converts the fetched document as that kind, without fetching again.
 // convert() below still fetches and hands the file to ctx.convertFile (with baseUrl set to the
-// final address): it serves jobs admitted before that change and direct use of the converter.
+// final address, and main_content true unless the caller said false): it serves jobs admitted
+// before that change and direct use of the converter.
 // count() never fetches: it is the fetch alone, one unit.
 // Guard refusals are invalid_request; every remote failure is invalid_document.
 import { randomUUID } from 'node:crypto';
@@ -92,7 +93,9 @@ export function createUrlConverter(config: UrlConverterConfig = {}): Converter {
         ...config, allowPrivateNetwork: ctx.allowPrivateNetwork, signal: ctx.signal,
       });
       if (ctx.signal.aborted) throw new ApiError('invalid_document', 'The conversion was cancelled.');
-      const result = await ctx.convertFile(doc.file, { bytes: doc.head, name: doc.name, mime: doc.mime }, { ...options, baseUrl: doc.finalUrl.href });
+      const result = await ctx.convertFile(doc.file, { bytes: doc.head, name: doc.name, mime: doc.mime }, {
+        ...options, baseUrl: doc.finalUrl.href, main_content: options.main_content ?? true,
+      });
       return { ...result, mime: doc.mime };
     },
   };

@@ -98,7 +98,7 @@ export type Track = (path: string) => void;
 /**
  * Render sources run in this thread only while their cost is provably small: at most
  * INLINE_RENDER_BYTES in all (rendering is otherwise linear in the bytes: 64 KiB of prose, about
- * 2–3 ms) and at most INLINE_RENDER_DELIMITERS emphasis markers (`*`, `_`, `~`) in all (`_a` ×
+ * 2–3 ms) and at most INLINE_RENDER_DELIMITERS emphasis markers and dollars (`*`, `_`, `~`, `$`) in all (`_a` ×
  * 500: about 5 ms), the one input on which marked's work grows with the square of its size
  * (`_a` × 8,000: 38 ms; × 100,000: 25 s). Anything else goes to the pool like a document, off
  * the event loop.
@@ -106,12 +106,13 @@ export type Track = (path: string) => void;
 export const INLINE_RENDER_BYTES = 64 * 1024;
 export const INLINE_RENDER_DELIMITERS = 500;
 
-/** The emphasis markers in some Markdown bytes (one linear pass, no decoding). */
+/** The emphasis markers and math dollars in some Markdown bytes (one linear pass, no decoding):
+ *  each may start a token of its own. */
 export function emphasisMarkers(bytes: Uint8Array): number {
   let n = 0;
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i];
-    if (b === 0x2a || b === 0x5f || b === 0x7e) n++;
+    if (b === 0x2a || b === 0x5f || b === 0x7e || b === 0x24) n++;
   }
   return n;
 }

@@ -47,8 +47,8 @@ const FIELDS: Record<ConverterKind, string[]> = {
   'word': [],
   'excel': [],
   'powerpoint': [],
-  'html': ['html', 'htmls', 'text', 'texts', 'base_url'],
-  'url': ['url', 'urls'],
+  'html': ['html', 'htmls', 'text', 'texts', 'base_url', 'main_content'],
+  'url': ['url', 'urls', 'main_content'],
   'text': ['text', 'texts'],
   'markdown-html': ['markdown', 'text', 'texts'],
   'markdown-text': ['markdown', 'text', 'texts'],
@@ -146,6 +146,8 @@ function optionsOf(kind: ConverterKind, body: Record<string, unknown>): ConvertO
   o.ocr = bool('ocr', body.ocr);
   o.image_mode = oneOf('image_mode', body.image_mode, ['ocr', 'understand'] as const);
   o.languages = languagesOf(body.languages);
+  // A web page is read for its article; an HTML document a user made is kept whole.
+  o.main_content = bool('main_content', body.main_content) ?? (kind === 'url' ? true : undefined);
   if (body.base_url !== undefined) {
     if (typeof body.base_url !== 'string' || !URL.canParse(body.base_url)) throw bad('"base_url" must be an absolute URL.');
     o.baseUrl = body.base_url;

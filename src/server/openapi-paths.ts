@@ -46,6 +46,11 @@ const AUTH = [401, 403, 429];
 const SUBMIT_ERRORS = [400, ...AUTH, 402, 404, 409, 410, 413, 415, 422, 503];
 const ESTIMATE_ERRORS = [400, ...AUTH, 404, 409, 410, 413, 415, 422];
 
+const mainContent = (byDefault: boolean): Schema => ({
+  type: 'boolean', default: byDefault,
+  description: `true: the page's main content only (Readability), under its title as the # heading; navigation, headers, footers, sidebars, banners and link lists left out. A page that is not an article (short, a form, a list of links), nested deeper than 100 elements or too large for the extraction is converted whole. false: the whole document. Default ${byDefault} for ${byDefault ? 'URL' : 'HTML'} conversions; the price is the same.`,
+});
+
 /** JSON fields of each convert endpoint beyond the common ones (src/server/convert-request.ts). */
 function kindFields(kind: ConverterKind): Record<string, Schema> {
   const s = { type: 'string' };
@@ -76,8 +81,8 @@ function kindFields(kind: ConverterKind): Record<string, Schema> {
       },
       languages,
     };
-    case 'html': return { html: s, htmls: list, text: s, texts: list, base_url: uri };
-    case 'url': return { url: uri, urls: { ...list, items: uri } };
+    case 'html': return { html: s, htmls: list, text: s, texts: list, base_url: uri, main_content: mainContent(false) };
+    case 'url': return { url: uri, urls: { ...list, items: uri }, main_content: mainContent(true) };
     case 'text': return { text: s, texts: list };
     case 'markdown-html': case 'markdown-text': return { markdown: s, text: s, texts: list };
     default: return {};

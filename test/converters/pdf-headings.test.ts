@@ -49,3 +49,14 @@ t.test('"Chapter 2" above the chapter title makes one heading with it', async (t
   const { markdown } = await convertWith(pdfConverter, await text.buildChapterPdf(dir));
   t.same(headings(markdown), ['# Chapter 2 Results']);
 });
+
+t.test('without an outline, a manual gets its heading tree: numbered sections at their depth, unnumbered titles at the level of their style, index letters under "Index"', async (t) => {
+  const { markdown } = await convertWith(pdfConverter, await text.buildManualPdf(dir));
+  t.same(headings(markdown), text.MANUAL.headings.map(([title, level]) => `${'#'.repeat(level)} ${title}`),
+    'the title beside the sections, not above them; "2 Methods" keeps its number at the top of its page');
+  for (const line of text.MANUAL.byline) t.match(markdown, new RegExp(`^${line}$`, 'm'), `the title page's "${line}" is a line of text`);
+  const index = markdown.slice(markdown.indexOf('# Index'));
+  const order = Object.entries(text.MANUAL.index).flatMap(([letter, terms]) => [`## ${letter}`, ...terms]);
+  t.same(order.map((s) => index.indexOf(s)).every((at, i, all) => at >= 0 && (i === 0 || at > all[i - 1]!)), true,
+    'the index read column by column: each letter before its entries, A and B before C and D');
+});

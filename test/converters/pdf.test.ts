@@ -31,7 +31,8 @@ const vectors: Vector[] = [
     options: {},
     has: [
       '<!-- page 1 -->\n\n# Quarterly Report\n',
-      '\n## Revenue Overview\n', '\n### Regional Detail\n', '<!-- page 2 -->\n\n## Second Page Topic\n', '<!-- page 3 -->',
+      // the title (only on the first page) is not a level above the sections: they are # too
+      '\n# Revenue Overview\n', '\n## Regional Detail\n', '<!-- page 2 -->\n\n# Second Page Topic\n', '<!-- page 3 -->',
       '| Region | Units | Revenue |\n| --- | --- | --- |\n| North | 120 | 4,300 |\n| South | 95 | 3,100 |',
       'explains how the new distribution network changed',
       'Sales were **strong** and costs were *modest*; run `make report` to rebuild it.',
@@ -150,7 +151,7 @@ for (const v of vectors) {
 t.test('a two-column page is read column by column', async (t) => {
   const res = await convertWith(pdfConverter, report, { pages: parsePageRanges('3') });
   const page = res.pages![0]!;
-  t.equal(page, `## Two Column Page\n\n${build.REPORT.leftColumn}\n\n${build.REPORT.rightColumn}`);
+  t.equal(page, `# Two Column Page\n\n${build.REPORT.leftColumn}\n\n${build.REPORT.rightColumn}`);
 });
 
 t.test('pages are returned one by one with their markers, and progress is reported', async (t) => {
@@ -159,7 +160,7 @@ t.test('pages are returned one by one with their markers, and progress is report
   const res = await pdfConverter.convert(report, { formats: ['markdown'] }, ctx);
   t.equal(res.pageCount, 3);
   t.equal(res.pages!.length, 3);
-  t.match(res.pages![1], /^## Second Page Topic\n\nThe second page talks about zebras/);
+  t.match(res.pages![1], /^# Second Page Topic\n\nThe second page talks about zebras/);
   t.notMatch(res.pages![1], /<!-- page/);
   t.same(ctx.progressCalls, [[1, 3], [2, 3], [3, 3]]);
   t.equal(res.variant, 'standard');
@@ -168,7 +169,7 @@ t.test('pages are returned one by one with their markers, and progress is report
 t.test('a page range converts exactly those pages and count() agrees', async (t) => {
   const res = await convertWith(pdfConverter, report, { pages: parsePageRanges('2,9-') });
   t.equal(res.pageCount, 1);
-  t.match(res.markdown, /^<!-- page 2 -->\n\n## Second Page Topic/);
+  t.match(res.markdown, /^<!-- page 2 -->\n\n# Second Page Topic/);
   t.match(res.markdown, /zebras/);
   t.notMatch(res.markdown, /Two Column Page|Quarterly Report|<!-- page [13] -->/);
   t.same(await pdfConverter.count(report, { formats: ['markdown'], pages: parsePageRanges('2,9-') }), { pages: 1, units: 1 });

@@ -17,6 +17,7 @@ import { createUrlConverter, URL_LIMITS, urlConverter, USER_AGENT } from '../../
 import { classifyAddress } from '../../src/net/ssrf.js';
 import { defaultOptions, makeCtx } from '../helpers/convert-ctx.js';
 import { pourForever } from '../helpers/endless.js';
+import { ARTICLE, clutteredPage, clutterStrings } from '../fixtures/build/web-page.js';
 
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
 const seen: Array<{ url: string; ua: string | undefined }> = [];
@@ -46,6 +47,9 @@ const server = http.createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       res.end('<html><head><script>track()</script></head><body><nav>Menu</nav><h1>Remote page</h1>'
         + '<p>See <a href="other.html">the other page</a> and <img src="/img/logo.png" alt="logo">.</p></body></html>');
+      return;
+    case '/wiki/Markdown':
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(clutteredPage());
       return;
     case '/notes':
       res.writeHead(200, { 'content-type': 'text/plain' });
@@ -106,7 +110,7 @@ t.teardown(() => {
 interface Call { path: string; peek: Peek; options: ConvertOptions; bytes: Buffer }
 
 /** Runs the converter on a source file holding `url`; convertFile converts HTML and text for real. */
-async function fetchUrl(url: string, over: Partial<ConvertContext> = {}, conv = createUrlConverter({ timeoutMs: 5_000 })) {
+async function fetchUrl(url: string, over: Partial<ConvertContext> = {}, conv = createUrlConverter({ timeoutMs: 5_000 }), options = defaultOptions) {
   const calls: Call[] = [];
   const ctx = makeCtx({
     allowPrivateNetwork: true,
@@ -121,7 +125,7 @@ async function fetchUrl(url: string, over: Partial<ConvertContext> = {}, conv = 
   const source = path.join(ctx.tmpDir, 'source.url');
   writeFileSync(source, `${url}\n`);
   try {
-    const result = await conv.convert(source, defaultOptions, ctx).catch((e: unknown) => e);
+    const result = await conv.convert(source, options, ctx).catch((e: unknown) => e);
     const leftovers = readdirSync(ctx.tmpDir).filter((f) => f !== 'source.url').map((f) => statSync(path.join(ctx.tmpDir, f)).size);
     return { result, calls, leftovers };
   } finally {
@@ -146,6 +150,22 @@ t.test('an HTML page becomes Markdown with absolute links, fetched with the docp
   t.equal(calls[0]?.peek.name, 'page.html');
   t.equal(calls[0]?.options.baseUrl, `${base}/docs/page.html`);
   t.equal(seen.find((s) => s.url === '/docs/page.html')?.ua, USER_AGENT);
+});
+
+t.test('a web page is read for its main content by default, and kept whole with main_content false', async (t) => {
+  const page = `${base}/wiki/Markdown`;
+  const main = await fetchUrl(page);
+  const md = (main.result as ConvertResult).markdown;
+  t.equal(main.calls[0]?.options.main_content, true, 'the fetched HTML is converted with main_content');
+  t.ok(md.startsWith(`# ${ARTICLE.pageTitle}\n\n${ARTICLE.paragraphs[0]}`), 'the title heading, then the article');
+  t.same(clutterStrings().filter((s) => md.includes(s)), [], 'none of the clutter');
+  t.match(md, `[${ARTICLE.link.text}](${new URL(ARTICLE.link.href, page).href})`, 'links resolved against the page address');
+
+  const whole = await fetchUrl(page, {}, undefined, { ...defaultOptions, main_content: false });
+  const all = (whole.result as ConvertResult).markdown;
+  t.equal(whole.calls[0]?.options.main_content, false);
+  t.same(clutterStrings().filter((s) => !all.includes(s)), [], 'every piece of clutter kept');
+  t.match(all, ARTICLE.paragraphs[3]!);
 });
 
 t.test('a text/plain page is converted as text, exactly as written', async (t) => {

@@ -84,6 +84,18 @@ t.test('a real OpenAPI validator accepts the document', { skip: validator ? fals
   else t.pass(`${name} validated it`);
 });
 
+t.test('main_content is documented for HTML and URL conversions, with their defaults, and nowhere else', async (t) => {
+  const bodies = doc.components.requestBodies as Doc;
+  for (const [id, byDefault] of [['html', false], ['url', true]] as const) {
+    const content = bodies[`Convert_${id}`].content;
+    t.match(content['application/json'].schema.properties.main_content, { type: 'boolean', default: byDefault }, `${id}: JSON`);
+    t.match(content['multipart/form-data'].schema.properties.main_content, { type: 'string' }, `${id}: multipart`);
+    t.same(validate(content['application/json'].schema, { [id]: 'https://example.org/', main_content: !byDefault }, doc), [], `${id}: a body with it validates`);
+  }
+  const others = Object.entries(bodies).filter(([name]) => !['Convert_html', 'Convert_url'].includes(name));
+  t.same(others.filter(([, b]) => (b as Doc).content['application/json'].schema.properties.main_content).map(([name]) => name), []);
+});
+
 t.test('every error code of src/errors.ts is in the document, grouped by status', async (t) => {
   t.same(doc.components.schemas.ErrorCode.enum, Object.keys(ERRORS));
   for (const [code, spec] of Object.entries(ERRORS)) {

@@ -42,6 +42,17 @@ t.test('raw HTML in Markdown is still escaped; a comment alone on its line that 
   t.match(html, '&lt;!-- x &gt; y --&gt;', 'and one with > inside');
 });
 
+t.test('equations pass through the HTML and text outputs as TeX, money stays money', async (t) => {
+  const markdown = 'For $\\{x\\} = a_1 * b_2$ it costs $5 and $10.\n\n$$\\sum_{i=1}^{n} i \\\\ x$$';
+  const res = await w.req('POST', '/v1/convert/markdown/html', { key: w.key, json: { markdown, formats: ['html', 'text'] } });
+  const c = await res.json() as Conv;
+  const html = output(c, 'html');
+  t.match(html, '<span class="math inline">\\(\\{x\\} = a_1 * b_2\\)</span>', 'escapes and emphasis inside $…$ are left alone');
+  t.match(html, '<span class="math display">\\[\\sum_{i=1}^{n} i \\\\ x\\]</span>');
+  t.match(html, 'it costs $5 and $10.', 'dollars with a space inside are not math');
+  t.match(output(c, 'text'), 'For $\\{x\\} = a_1 * b_2$ it costs $5 and $10.', 'the text output keeps the TeX as written');
+});
+
 t.test('Markdown to text keeps link targets unless the text is the address', async (t) => {
   const markdown = 'See [the docs](http://x.y/docs), <https://a.b/c> and [mail us](mailto:hi@x.y); [anchor](#part-2).';
   const res = await w.req('POST', '/v1/convert/markdown/text', { key: w.key, json: { markdown } });

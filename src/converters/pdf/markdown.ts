@@ -3,8 +3,9 @@
 // numbers, nested by indent), code blocks (all-monospace lines) or paragraphs, re-joined
 // across line breaks with split words mended. Tables and figures arrive ready-made.
 // With `structure` off (quality fast) every text block is a plain paragraph.
+import { type HeadingStyle, isBoldRun, numberDepth, roundSize, stronger, styleKey } from './headings.js';
 import { escapeBlockStart, inlineMarkdown } from './inline.js';
-import { BOLD, BULLET_RE, boxOf, ITALIC, type Item, median, MONO, ORDERED_RE, type PChar, textOf } from './model.js';
+import { BOLD, type Box, BULLET_RE, boxOf, ITALIC, type Item, median, MONO, mostlyRtl, ORDERED_RE, type PChar, textOf } from './model.js';
 import type { OutlineMatcher } from './outline.js';
 import { type DocStats, headingLevel } from './stats.js';
 
@@ -12,6 +13,8 @@ export interface RenderOptions {
   stats: DocStats | null;
   /** The document's outline on this page: when set, headings are the lines it names. */
   outline?: OutlineMatcher | null;
+  /** The page is the document's first (where its title block is). */
+  firstPage?: boolean;
   structure: boolean;
   links: readonly string[];
   figure(index: number): string;
@@ -22,11 +25,13 @@ interface Line {
   style: number;
   /** Every character is monospace (style has MONO when most are). */
   allMono: boolean;
+  /** Size and weight as a heading (bold when all but its monospace characters are). */
+  head: HeadingStyle;
 }
 
 type Block =
   | { kind: 'para' | 'code'; lines: Line[]; level?: number }
-  | { kind: 'heading'; level: number; lines: Line[]; byOutline?: boolean }
+  | { kind: 'heading'; level: number; lines: Line[]; byOutline?: boolean; depth: number }
   | { kind: 'item'; ordered: number | null; indent: number; lines: Line[] }
   | { kind: 'raw'; markdown: string };
 
@@ -48,21 +53,8 @@ function collapseLeaders(chars: PChar[]): void {
   }
 }
 
-const RTL_RE = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]/u;
-const LETTER_RE = /\p{L}/u;
-
 /** True when most letters of the row are of a right-to-left script (Hebrew, Arabic, Persian). */
-function isRtlLine(row: ReadonlyArray<Item & { kind: 'text' }>): boolean {
-  let rtl = 0, letters = 0;
-  for (const it of row) {
-    for (const ch of it.frag.chars) {
-      if (!LETTER_RE.test(ch.c)) continue;
-      letters++;
-      if (RTL_RE.test(ch.c)) rtl++;
-    }
-  }
-  return rtl > letters / 2;
-}
+const isRtlLine = (row: ReadonlyArray<Item & { kind: 'text' }>): boolean => mostlyRtl(row.flatMap((it) => it.frag.chars));
 
 /** Merges the section's text items that share a baseline into lines, keeping other items. */
 function linesOf(section: readonly Item[]): Array<Line | Item> {
@@ -95,6 +87,7 @@ function linesOf(section: readonly Item[]): Array<Line | Item> {
     const box = boxOf(row);
     out.push({
       chars, size, style, allMono: monoCount === ink.length, text: textOf(chars).trim(),
+      head: { size: roundSize(size), bold: isBoldRun(ink) },
       x0: box.x0, x1: box.x1, y0: box.y0, y1: box.y1,
     });
     row = [];
@@ -148,57 +141,58 @@ const endsSentence = (s: string): boolean => /[.!?:;"”’)]$/.test(s);
 /** A table-of-contents line: dot leaders before a page number. */
 const LEADERS_RE = /(\.\s?){4,}[^.]{0,3}\s*\S*\d+$| … \S*\d+$/;
 
-/** A section number before a title: "3", "3.4", "A.1", "IV." — its depth is the level. */
-const NUMBERED_RE = /^(?:(\d{1,2}(?:\.\d{1,3}){0,5})\.?|([A-Z](?:\.\d{1,3}){1,5})|([IVX]{1,5})\.)\s+\p{L}/u;
-
 const CAPTION_RE = /^(table|figure|fig\.|chart|exhibit|plate|listing|source|note)s?\s*[\dIVX]+[a-z]?(\.\d+)?\s*[.:—–-]?(\s|$)/i;
 
 const CHAPTER_RE = /^(chapter|part|appendix)\s+(\d{1,3}|[IVXLC]{1,6}|[A-Z])$/i;
 
-function numberDepth(text: string): number {
-  const m = NUMBERED_RE.exec(text);
-  if (!m) return 0;
-  return Math.min(6, (m[1] ?? m[2] ?? m[3] ?? '').split('.').filter(Boolean).length);
-}
-
 /**
- * The heading level of a line, 0 for text. Candidates come from the document's font
- * statistics (larger type, or bold at body size); a numbered title takes the depth of its
- * number. Not headings: sentences, form fields, and short bold labels at body size that are
- * neither numbered nor set apart by space above (`spaced`).
+ * Whether a line is a heading: its provisional level (the final one is the HeadingTree's), 0
+ * for text. Candidates come from the document's font statistics (larger type, or bold at body
+ * size); a numbered title takes the depth of its number. Not headings: sentences, form fields,
+ * and short bold labels at body size that are neither numbered nor set apart by space above
+ * (`spaced`). Set like body text, a numbered line centred in its column is a title too.
+ * `inColumn`: the section is one column of several.
  */
-function levelOf(line: Line, stats: DocStats | null, spaced: boolean): number {
+function levelOf(line: Line, stats: DocStats | null, spaced: boolean, centred: boolean, inColumn: boolean): number {
   if (!stats) return 0;
-  const level = headingLevel(stats, line.size, line.style);
+  let level = headingLevel(stats, line.size, line.head.bold ? BOLD : 0);
+  if (level === 0 && centred && spaced && Math.abs(line.size - stats.bodySize) <= 1) level = numberDepth(line.text);
   if (level === 0) return 0;
+  // bold but for its monospace words ("2.1 `\\setkeys`"): a title only where set apart
+  if (line.head.bold && (line.style & BOLD) === 0 && !spaced) return 0;
   const bySize = line.size >= stats.bodySize * 1.12;
   const words = line.text.split(/\s+/).length;
   const depth = numberDepth(line.text);
   // a bold line at body size is a heading only when it is short and not a sentence
   if (!bySize && (line.text.length > 80 || /[.,;:]$/.test(line.text) || words > 12)) return 0;
   if (!bySize && depth === 0 && !spaced) return 0;
-  // a one-word bold label at body size ("Note", "Warning") is emphasis, even set apart; a lone
-  // capital is an index's letter group
-  if (!bySize && depth === 0 && words < 2 && !/^\p{Lu}$/u.test(line.text)) return 0;
+  // a one-word bold label at body size ("Note", "Warning", "Abstract") is emphasis, even set
+  // apart; a lone capital, or a word centred over one of several columns, is an index's
+  // letter group ("Symbols")
+  if (!bySize && depth === 0 && words < 2 && !/^\p{Lu}$/u.test(line.text) && !(centred && inColumn)) return 0;
   // a caption ("Table 1: …", "Figure 3.") is not a title
-  if (CAPTION_RE.test(line.text)) return 0;
+  // nor are the labels of a figure's panels ("(a) before (b) after")
+  if (CAPTION_RE.test(line.text) || /^\(a\)\s.*\s\(b\)\s/.test(line.text)) return 0;
   // larger type that reads as a sentence (several words and a full stop) is text set large;
   // a form field ("Patient Name: …") is a label with its value
   if (/[a-z)]\.$/.test(line.text) && words > 5) return 0;
   if (FIELD_RE.test(line.text)) return 0;
-  // a contents line ("3 Installation 8"), a date or an author with a footnote mark is not a
-  // section title
-  if ((depth > 0 || /^[A-Z]\s+\p{Lu}/u.test(line.text)) && /\s\d{1,4}$/.test(line.text)) return 0;
-  if (DATE_RE.test(line.text) || /[∗*†‡§]$/u.test(line.text)) return 0;
+  // a contents line (a title, then its page number far to the right; "B Further Reading 14")
+  // or a date is not a section title
+  if (pageNumberAfterGap(line) || (/^[A-Z]\s+\p{Lu}/u.test(line.text) && /\s\d{1,4}$/.test(line.text))) return 0;
+  if (DATE_RE.test(line.text)) return 0;
   if (!/\p{L}/u.test(line.text)) return 0;
-  // a numbered title teaches the document which size its level has; unnumbered titles of that
-  // size (Contents, References, Abstract) then take the same level
-  const size = Math.round(line.size * 2) / 2;
-  if (depth > 0) {
-    if (!stats.levelBySize.has(size)) stats.levelBySize.set(size, depth);
-    return depth;
-  }
-  return stats.levelBySize.get(size) ?? level;
+  return depth > 0 ? depth : level;
+}
+
+/** True when the line ends in a number set well apart from the text before it ("Index    20"). */
+function pageNumberAfterGap(line: Line): boolean {
+  const m = /\s(\d{1,4}|[ivxlc]{1,6})$/.exec(line.text);
+  if (!m) return false;
+  const ink = line.chars.filter((c) => c.c.trim() !== '');
+  const first = ink.length - m[1]!.length;
+  if (first < 1) return false;
+  return ink[first]!.x0 - ink[first - 1]!.x1 >= line.size * 1.5;
 }
 
 const DATE_RE = /^(\p{L}+ \d{1,2}, \d{4}|\d{1,2} \p{L}+ \d{4}|\p{L}+ \d{4})$/u;
@@ -218,7 +212,15 @@ function linePitch(lines: ReadonlyArray<Line | Item>): number {
   return median(deltas);
 }
 
-function blocksOf(section: readonly Item[], opts: RenderOptions, right: number): Block[] {
+/** True when the line sits in the middle of its section, well in from both edges. */
+function isCentred(line: Line, box: Box): boolean {
+  const width = box.x1 - box.x0;
+  return line.x1 - line.x0 <= width * 0.8 && line.x0 - box.x0 >= line.size * 2 &&
+    Math.abs((line.x0 + line.x1) / 2 - (box.x0 + box.x1) / 2) <= Math.max(line.size, width * 0.03);
+}
+
+function blocksOf(section: readonly Item[], opts: RenderOptions, box: Box, inColumn: boolean): Block[] {
+  const right = box.x1;
   const blocks: Block[] = [];
   let prev: Line | null = null;
   const lines = linesOf(section);
@@ -260,10 +262,11 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, right: number):
     }
     const toc = LEADERS_RE.test(x.text);
     const byOutline = opts.outline && !toc ? opts.outline.match(x.text) : null;
-    let level = toc ? 0 : byOutline ? byOutline.level : levelOf(x, opts.stats, prev === null || gap >= x.size * 0.8);
+    let level = toc ? 0 : byOutline ? byOutline.level : levelOf(x, opts.stats, prev === null || gap >= x.size * 0.8, isCentred(x, box), inColumn);
     // a line that goes on in lower case continues a heading above it, or is not one (a wrapped
     // caption's second line, "through 2021–22")
-    if (level > 0 && !byOutline && /^\p{Ll}/u.test(x.text) && !(near && cur?.kind === 'heading' && cur.level === level)) level = 0;
+    if (level > 0 && !byOutline && /^\p{Ll}/u.test(x.text) &&
+      !(near && cur?.kind === 'heading' && !cur.byOutline && styleKey(cur.lines[0]!.head) === styleKey(x.head))) level = 0;
     const bullet = BULLET_RE.exec(x.text);
     const ordered = ORDERED_RE.exec(x.text);
     const inCode = cur?.kind === 'code' && prev !== null && gap <= x.size * 1.5;
@@ -271,18 +274,21 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, right: number):
     const code = (x.style & MONO) !== 0 && (!(bullet || ordered) || (inCode && x.allMono));
     if (level > 0 && byOutline) {
       if (byOutline.continued && cur?.kind === 'heading') cur.lines.push(x);
-      else blocks.push({ kind: 'heading', level, lines: [x], byOutline: true });
+      else blocks.push({ kind: 'heading', level, lines: [x], byOutline: true, depth: 0 });
     } else if (level > 0) {
+      const depth = numberDepth(x.text);
       // "Chapter 3" on a line of its own names the title set below it: one heading
       if (cur?.kind === 'heading' && !cur.byOutline && cur.lines.length === 1 && CHAPTER_RE.test(cur.lines[0]!.text)) {
         cur.lines.push(x);
         cur.level = Math.min(cur.level, level);
-      } else if (near && (cur?.kind === 'heading' || cur?.kind === 'para') && cur.level === level) {
+      } else if (near && depth === 0 && !/^\p{Lu}$/u.test(x.text) && (cur?.kind === 'heading' || (cur?.kind === 'para' && cur.level !== undefined)) &&
+        !(cur.kind === 'heading' && cur.byOutline) && styleKey(cur.lines[0]!.head) === styleKey(x.head)) {
+        // the next line of a title set over several lines
         cur.lines.push(x);
         // more than three lines of large type is a paragraph set large, not a heading
         if (cur.kind === 'heading' && cur.lines.length > 3) blocks[blocks.length - 1] = { kind: 'para', lines: cur.lines, level };
       } else {
-        blocks.push({ kind: 'heading', level, lines: [x] });
+        blocks.push({ kind: 'heading', level, lines: [x], depth });
       }
     } else if (code) {
       if (inCode) cur.lines.push(x);
@@ -377,29 +383,83 @@ function render(block: Block, opts: RenderOptions, listPrefix: string): string {
 }
 
 /**
- * Three or more headings of one level in a row with no text between them are not a heading
+ * Three or more headings of one style in a row with no text between them are not a heading
  * tree but text set large or bold (a slide's points, a cover's lines): they are paragraphs.
  * Headings the outline named are the author's and stay.
  */
 function slideRuns(blocks: Block[]): Block[] {
-  const isRun = (b: Block | undefined, level: number): b is Block & { kind: 'heading' } =>
-    b?.kind === 'heading' && !b.byOutline && b.level === level;
+  const isRun = (b: Block | undefined, style: string): b is Block & { kind: 'heading' } =>
+    b?.kind === 'heading' && !b.byOutline && styleKey(headStyle(b)) === style;
   for (let i = 0; i < blocks.length;) {
     const first = blocks[i]!;
     let j = i + 1;
-    if (first.kind === 'heading' && !first.byOutline) while (isRun(blocks[j], first.level)) j++;
+    if (first.kind === 'heading' && !first.byOutline) while (isRun(blocks[j], styleKey(headStyle(first)))) j++;
     if (j - i >= 3) for (let k = i; k < j; k++) blocks[k] = { kind: 'para', lines: (blocks[k] as Block & { kind: 'heading' }).lines };
     i = j;
   }
   return blocks;
 }
 
+/** The style a heading is ranked by: that of its strongest line ("Chapter 2" over "Results"). */
+function headStyle(b: Block & { kind: 'heading' }): HeadingStyle {
+  return b.lines.reduce((best, l) => stronger(l.head, best) ? l.head : best, b.lines[0]!.head);
+}
+
+/** A paragraph of body text: the end of a first page's title block. */
+function isBodyText(b: Block, stats: DocStats): boolean {
+  if (b.kind !== 'para' && b.kind !== 'item') return false;
+  const chars = b.lines.reduce((n, l) => n + l.text.length, 0);
+  return Math.abs(b.lines[0]!.size - stats.bodySize) <= 1 && (b.lines.length >= 2 || chars >= 80);
+}
+
+/** A heading's text ends in a footnote mark (an author's "∗", "†"). */
+const marked = (b: Block & { kind: 'heading' }): boolean => /[∗*†‡§]$/u.test(b.lines[b.lines.length - 1]!.text);
+
+/**
+ * The final levels of the page's headings, in reading order (see headings.ts). On the first
+ * page, the headings before the first paragraph of body text are its title block: the
+ * strongest unnumbered one is the document's title (a footnote mark allowed); the others
+ * that are neither numbered nor bold, or set in a style no other page has, are its authors,
+ * affiliations and date: paragraphs. Elsewhere, a heading with a footnote mark is an author.
+ */
+function assignLevels(blocks: Block[], opts: RenderOptions): void {
+  const stats = opts.stats;
+  if (!stats) return;
+  const tree = stats.tree;
+  const titleBlock = new Set<Block>();
+  let title: (Block & { kind: 'heading' }) | null = null;
+  if (opts.firstPage) {
+    for (const b of blocks) {
+      if (isBodyText(b, stats)) break;
+      if (b.kind !== 'heading' || b.byOutline) continue;
+      titleBlock.add(b);
+      if (b.depth === 0 && (!title || stronger(headStyle(b), headStyle(title)))) title = b;
+    }
+  }
+  for (const [i, b] of blocks.entries()) {
+    if (b.kind !== 'heading' || b.byOutline) continue;
+    const style = headStyle(b);
+    const byline = titleBlock.has(b) && b.depth === 0 && (!style.bold || tree.inTitleBlock(style));
+    if (b === title) b.level = tree.title();
+    else if (byline || marked(b)) blocks[i] = { kind: 'para', lines: b.lines };
+    else b.level = tree.level(style, b.depth);
+  }
+}
+
 /** Markdown of one page from its sections (see layout.ts). */
 export function renderSections(sections: readonly Item[][], opts: RenderOptions): string {
   const out: string[] = [];
-  for (const section of sections) {
-    const right = boxOf(section).x1;
-    const blocks = slideRuns(blocksOf(section, opts, right));
+  const page = boxOf(sections.flat());
+  const all = sections.map((section) => {
+    const box = boxOf(section);
+    return slideRuns(blocksOf(section, opts, box, box.x1 - box.x0 <= (page.x1 - page.x0) * 0.6));
+  });
+  const flat = all.flat();
+  assignLevels(flat, opts);
+  let at = 0;
+  for (const section of all) {
+    const blocks = flat.slice(at, at + section.length);
+    at += section.length;
     // list nesting: a stack of item indents and the prefix their children need
     let stack: Array<{ indent: number; prefix: string }> = [];
     let lastWasItem = false;

@@ -52,6 +52,27 @@ export function boxOf(items: readonly Box[]): Box {
   return { x0, y0, x1, y1 };
 }
 
+const RTL_RE = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]/u;
+const LETTER_RE = /\p{L}/u;
+
+/** True when most letters of `chars` are of a right-to-left script (Hebrew, Arabic, Persian). */
+export function mostlyRtl(chars: Iterable<PChar>): boolean {
+  let rtl = 0, letters = 0;
+  for (const ch of chars) {
+    const code = ch.c.charCodeAt(0);
+    // ASCII first: the common case, without a regular expression
+    if (code < 0x80) { if ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) letters++; continue; }
+    if (!LETTER_RE.test(ch.c)) continue;
+    letters++;
+    if (RTL_RE.test(ch.c)) rtl++;
+  }
+  return rtl > letters / 2;
+}
+
+/** True for a character that reads left to right inside right-to-left text: a Latin letter or
+ *  a digit. */
+export const isLtrChar = (c: string): boolean => /[\p{L}\p{N}]/u.test(c) && !RTL_RE.test(c);
+
 export const BULLET_RE = /^([•◦▪▫●○■□‣⁃∙·\-–—*»►✓✔])\s+/u;
 export const ORDERED_RE = /^\(?(\d{1,3})[.)]\s+/;
 

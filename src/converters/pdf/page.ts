@@ -16,7 +16,7 @@ import { readingOrder } from './layout.js';
 import { renderSections } from './markdown.js';
 import type { Item } from './model.js';
 import { type OutlineEntry, OutlineMatcher } from './outline.js';
-import { type DocStats, isRunningHead } from './stats.js';
+import { type DocStats, withoutRunningHeads } from './stats.js';
 import { alignedTables, ruledTables } from './tables.js';
 
 export interface PageJob {
@@ -34,6 +34,10 @@ export interface PageJob {
   outline: readonly OutlineEntry[];
   /** The document-wide number the page's first figure gets. */
   firstFigure: number;
+  /** The page as the statistics pass read it (with vector boxes and links, no image pixels),
+   *  when it did: used instead of reading the page again, unless pixels are wanted. Destroyed
+   *  here either way. */
+  model?: PageModel;
   ctx: ConvertContext;
 }
 
@@ -86,18 +90,19 @@ async function ocrPage(page: mupdf.Page, signal: AbortSignal, languages: readonl
 export async function convertPage(job: PageJob): Promise<PageOutput> {
   const page = job.doc.loadPage(job.number - 1);
   try {
-    if (job.ocr) return { markdown: await ocrPage(page, job.ctx.signal, job.languages), figures: 0, aiUsed: false, ocred: true };
     const fast = job.quality === 'fast';
     const wantPixels = !fast && (job.figures === 'describe' || job.quality === 'max');
-    const model = extractPage(page, job.doc, job.number, { keepImages: wantPixels, vectors: !fast, links: !fast });
+    const read = job.model && !job.ocr && !fast && !wantPixels ? job.model : null;
+    if (job.model && !read) job.model.destroy();
+    if (job.ocr) return { markdown: await ocrPage(page, job.ctx.signal, job.languages), figures: 0, aiUsed: false, ocred: true };
+    const model = read ?? extractPage(page, job.doc, job.number, { keepImages: wantPixels, vectors: !fast, links: !fast });
     try {
       if (needsOcr(model)) {
         if (fast) return { markdown: '', figures: 0, aiUsed: false, ocred: false };
         return { markdown: await ocrPage(page, job.ctx.signal, job.languages), figures: 0, aiUsed: false, ocred: true };
       }
       if (fast) {
-        const items: Item[] = model.frags
-          .filter((f) => !isRunningHead(null, f, model.height))
+        const items: Item[] = withoutRunningHeads(null, model.frags, model.height)
           .map((frag) => ({ kind: 'text', frag, x0: frag.x0, y0: frag.y0, x1: frag.x1, y1: frag.y1 }));
         const markdown = renderSections([items], { stats: null, structure: false, links: [], figure: () => '' });
         return { markdown, figures: 0, aiUsed: false, ocred: false };
@@ -112,7 +117,7 @@ export async function convertPage(job: PageJob): Promise<PageOutput> {
 }
 
 async function structuredPage(job: PageJob, model: PageModel): Promise<PageOutput> {
-  let frags = model.frags.filter((f) => !isRunningHead(job.stats, f, model.height));
+  let frags = withoutRunningHeads(job.stats, model.frags, model.height);
   const ruled = ruledTables(frags, model.vectors, model.width * model.height);
   frags = ruled.frags;
   const tables = [...ruled.tables];
@@ -136,6 +141,7 @@ async function structuredPage(job: PageJob, model: PageModel): Promise<PageOutpu
   const markdown = renderSections(readingOrder(items, model.width), {
     stats: job.stats, structure: true, links: model.links, figure: (i) => figureMd[i] ?? '',
     outline: job.outline.length > 0 ? new OutlineMatcher(job.outline as OutlineEntry[], job.number) : null,
+    firstPage: job.number === 1,
   });
   return { markdown, figures: plan.figures.length, aiUsed, ocred: false };
 }

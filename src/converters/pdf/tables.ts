@@ -6,12 +6,14 @@
 //   vertical bands form columns, even with no rules drawn; trailing numbers are split apart
 //   first. What reads as a form, a list or chart labels is left as text. With `sparse` (table
 //   mode accurate) rows of one short piece inside such a run belong to the table.
-// Both return the tables as reading-order items and the fragments they did not use.
+// Both return the tables as reading-order items and the fragments they did not use. A table of
+// right-to-left script (Arabic, Hebrew) reads from its right: its rightmost column comes first
+// and each cell's text is in logical order, numbers and Latin words inside it left to right.
 import { gfmTable } from '../shared/gfm-table.js';
 import { joinLines } from '../shared/ocr.js';
 import type { VecBox } from './extract.js';
 import { makeFrag } from './extract.js';
-import { type Box, type Frag, type Item, type PChar, textOf } from './model.js';
+import { type Box, type Frag, isLtrChar, type Item, mostlyRtl, type PChar, textOf } from './model.js';
 
 interface HSeg { y: number; x0: number; x1: number }
 interface VSeg { x: number; y0: number; y1: number }
@@ -96,18 +98,74 @@ function grids(h: HSeg[], v: VSeg[]): Array<{ h: HSeg[]; v: VSeg[] }> {
 
 /** Text of the characters of one cell: wrapped lines joined, split words mended. */
 function cellText(chars: PChar[]): string {
-  chars.sort((a, b) => (Math.abs(a.base - b.base) > a.size * 0.4 ? a.base - b.base : a.x0 - b.x0));
+  const rtl = mostlyRtl(chars);
+  chars.sort((a, b) => (Math.abs(a.base - b.base) > a.size * 0.4 ? a.base - b.base : rtl ? b.x1 - a.x1 : a.x0 - b.x0));
   const lines: string[] = [];
-  let line = '';
+  let line: string[] = [];
   let prev: PChar | null = null;
+  const flush = (): void => { lines.push((rtl ? logicalOrder(line) : line).join('')); line = []; };
   for (const ch of chars) {
-    if (prev && Math.abs(ch.base - prev.base) > prev.size * 0.4) { lines.push(line); line = ''; prev = null; }
-    if (prev && ch.x0 - prev.x1 > prev.size * 0.2 && ch.c !== ' ' && prev.c !== ' ') line += ' ';
-    line += ch.c;
+    if (prev && Math.abs(ch.base - prev.base) > prev.size * 0.4) { flush(); prev = null; }
+    const gap = prev ? (rtl ? prev.x0 - ch.x1 : ch.x0 - prev.x1) : 0;
+    if (prev && gap > prev.size * 0.2 && ch.c !== ' ' && prev.c !== ' ') line.push(' ');
+    line.push(ch.c);
     prev = ch;
   }
-  lines.push(line);
+  flush();
   return joinLines(lines).replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * Characters of a right-to-left line taken from right to left, in logical order: runs of
+ * left-to-right text inside it (numbers, Latin words, with the spaces and punctuation between
+ * their characters) turned back to read left to right.
+ */
+function logicalOrder(visual: readonly string[]): string[] {
+  const out: string[] = [];
+  let i = 0;
+  while (i < visual.length) {
+    if (!isLtrChar(visual[i]!)) { out.push(visual[i]!); i++; continue; }
+    let j = i, end = i;
+    while (j < visual.length && (isLtrChar(visual[j]!) || /^[\s.,:;/%+\-–()]$/u.test(visual[j]!))) {
+      if (isLtrChar(visual[j]!)) end = j;
+      j++;
+    }
+    for (let k = end; k >= i; k--) out.push(visual[k]!);
+    i = end + 1;
+  }
+  return out;
+}
+
+/** The rows of a right-to-left table in reading order: its rightmost column first. */
+function readingColumns(rows: string[][]): string[][] {
+  const letters = rows.flat().join('');
+  const rtl = (letters.match(/[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]/gu) ?? []).length;
+  const all = (letters.match(/\p{L}/gu) ?? []).length;
+  return rtl > all / 2 ? rows.map((r) => [...r].reverse()) : rows;
+}
+
+/**
+ * A right-to-left fragment split where its characters leave a gap wider than an em on the page:
+ * a row of an Arabic or Hebrew table the PDF wrote as one run ("120 ⟵ gap ⟶ الشمال"). The pieces
+ * keep their characters' order. Left-to-right text is split by extract.ts already.
+ */
+function splitRtlGaps(f: Frag): Frag[] {
+  if (!mostlyRtl(f.chars)) return [f];
+  const ink = f.chars.filter((c) => c.c.trim() !== '').sort((a, b) => a.x0 - b.x0);
+  const cuts: number[] = [];
+  for (let k = 1; k < ink.length; k++) {
+    if (ink[k]!.x0 - ink[k - 1]!.x1 > Math.max(f.size, 4)) cuts.push((ink[k]!.x0 + ink[k - 1]!.x1) / 2);
+  }
+  if (cuts.length === 0) return [f];
+  const pieces: PChar[][] = cuts.map(() => []).concat([[]]);
+  for (const ch of f.chars) {
+    // the number of cuts left of the character's centre (cuts run left to right)
+    const cx = (ch.x0 + ch.x1) / 2;
+    let lo = 0, hi = cuts.length;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (cuts[mid]! < cx) lo = mid + 1; else hi = mid; }
+    pieces[lo]!.push(ch);
+  }
+  return pieces.filter((p) => p.some((c) => c.c.trim() !== '')).map((p) => makeFrag(p.filter((c, k) => c.c.trim() !== '' || (k > 0 && k < p.length - 1))));
 }
 
 /** Drops rows and columns with no text; null when fewer than 2×2 cells remain. */
@@ -163,8 +221,9 @@ export function ruledTables(frags: Frag[], vectors: readonly VecBox[], pageArea:
         cells[i]![j]!.push(ch);
       }
     }
-    const rows = prune(cells.map((r) => r.map(cellText)));
-    if (!rows) continue;
+    const pruned = prune(cells.map((r) => r.map(cellText)));
+    if (!pruned) continue;
+    const rows = readingColumns(pruned);
     tables.push({ kind: 'table', ...box, markdown: gfmTable(rows) });
     rest = carved.rest;
   }
@@ -256,7 +315,7 @@ function splitNumbers(f: Frag): Frag[] {
 export function alignedTables(original: Frag[], opts: { sparse: boolean }): { tables: Item[]; frags: Frag[] } {
   const source = new Map<Frag, Frag>();
   const frags = original.flatMap((f) => {
-    const pieces = splitNumbers(f);
+    const pieces = splitRtlGaps(f).flatMap(splitNumbers);
     for (const p of pieces) source.set(p, f);
     return pieces;
   });
@@ -285,9 +344,10 @@ export function alignedTables(original: Frag[], opts: { sparse: boolean }): { ta
       return cells.map(cellText);
     });
     const pruned = prune(grid);
-    if (!pruned || !tableLike(pruned)) return null;
+    const rows = pruned && readingColumns(pruned);
+    if (!rows || !tableLike(rows)) return null;
     const box = { x0: cols[0]![0], y0: run[0]!.y0, x1: cols[cols.length - 1]![1], y1: run[run.length - 1]!.y1 };
-    return { kind: 'table', ...box, markdown: gfmTable(pruned) };
+    return { kind: 'table', ...box, markdown: gfmTable(rows) };
   };
   let i = 0;
   while (i < rows.length) {

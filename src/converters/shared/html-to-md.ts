@@ -1,10 +1,11 @@
 // HTML → Markdown, shared by the HTML, URL and Word converters (turndown + turndown-plugin-gfm).
-// Output: atx headings, `-` bullets, fenced code with the language from the class names, GFM
-// tables (the first row becomes the header when there is no <thead>), links and images made
-// absolute against opts.baseUrl and the document's <base href>. Page chrome (scripts, styles,
-// nav, footer, aside, forms, buttons, iframes) is dropped. Embedded data: images never reach the
-// output: they become `![alt](#embedded-image)`. The result is trimmed, with at most one blank
-// line between blocks.
+// With opts.mainContent, the page's article alone (main-content.ts) under its title as the `#`
+// heading; a page that is not an article is converted whole. Output: atx headings, `-` bullets,
+// fenced code with the language from the class names, GFM tables (the first row becomes the
+// header when there is no <thead>), links and images made absolute against opts.baseUrl and the
+// document's <base href>. Page chrome (scripts, styles, nav, footer, aside, forms, buttons,
+// iframes) is dropped. Embedded data: images never reach the output: they become
+// `![alt](#embedded-image)`. The result is trimmed, with at most one blank line between blocks.
 // HTML that a serializer wrote (mammoth's) goes through writtenHtmlToMarkdown: the same
 // preparation and rules on a light tree (light-dom.ts, light-turndown.ts) where its parser reads
 // the HTML, else the same as any page.
@@ -13,6 +14,7 @@ import TurndownService from 'turndown';
 import { type DomElement, type DomNode, tableRules } from './html-tables.js';
 import { parseWrittenHtml } from './light-dom.js';
 import { lightTurndown } from './light-turndown.js';
+import { mainContent, type SourceElement } from './main-content.js';
 
 const require = createRequire(import.meta.url);
 // turndown parses with domino in Node; we parse with the same copy to prepare the tree first.
@@ -22,6 +24,7 @@ const domino = createRequire(require.resolve('turndown'))('@mixmark-io/domino') 
 const gfm = require('turndown-plugin-gfm') as { taskListItems(s: TurndownService): void };
 
 interface DomDocument extends DomNode {
+  documentElement: (DomElement & SourceElement) | null;
   body: DomElement | null;
   querySelector(sel: string): DomElement | null;
   querySelectorAll(sel: string): ArrayLike<DomElement>;
@@ -30,6 +33,8 @@ interface DomDocument extends DomNode {
 export interface HtmlToMarkdownOptions {
   /** The address the document came from; relative links and images are resolved against it. */
   baseUrl?: string;
+  /** Keep the page's main content only (Readability), under its title; false: the whole page. */
+  mainContent?: boolean;
 }
 
 export const EMBEDDED_IMAGE = '#embedded-image';
@@ -48,7 +53,7 @@ export function htmlToMarkdown(html: string, opts: HtmlToMarkdownOptions = {}): 
  * makes of it, from a light tree when light-dom.ts reads the HTML (no <base> there: links and
  * images are resolved against opts.baseUrl alone).
  */
-export function writtenHtmlToMarkdown(html: string, opts: HtmlToMarkdownOptions = {}): string {
+export function writtenHtmlToMarkdown(html: string, opts: Pick<HtmlToMarkdownOptions, 'baseUrl'> = {}): string {
   const clean = html.replace(CONTROLS, '');
   const body = parseWrittenHtml(clean);
   if (!body) return domMarkdown(clean, opts);
@@ -58,7 +63,15 @@ export function writtenHtmlToMarkdown(html: string, opts: HtmlToMarkdownOptions 
 
 function domMarkdown(html: string, opts: HtmlToMarkdownOptions): string {
   const doc = domino.createDocument(html);
-  prepare(doc, baseOf(doc.querySelector('base[href]')?.getAttribute('href'), opts.baseUrl));
+  const base = baseOf(doc.querySelector('base[href]')?.getAttribute('href'), opts.baseUrl);
+  const article = opts.mainContent && doc.documentElement ? mainContent(doc.documentElement, base) : undefined;
+  if (!article?.found) return convert(doc, base);
+  const body = convert(domino.createDocument(article.html), base);
+  return article.title ? `# ${service().escape(article.title)}\n\n${body}`.trim() : body;
+}
+
+function convert(doc: DomDocument, base: string | undefined): string {
+  prepare(doc, base);
   const root = doc.body ?? doc;
   return tidy(service().turndown(root as unknown as TurndownService.Node));
 }

@@ -24,9 +24,47 @@ function safeHref(href: string): string | null {
  *  -->`). Anything else raw is escaped. */
 const MARKER_RE = /^<!--(?:(?!--)[^<>\n])*-->\n*$/;
 
+/** TeX between dollars, as the Word and PowerPoint converters write equations. */
+interface MathToken { type: 'math'; raw: string; text: string; display: boolean }
+
+/** `$$…$$`: up to the next `$`, which must be the first of two. */
+const DISPLAY_MATH = /^\$\$((?:[^$\\]|\\[\s\S])+?)\$\$/;
+/** `$…$` within a line, by pandoc's rule: no space just inside either dollar, and a closing
+ *  dollar not followed by a digit (so `$5 and $10` is money, not math). */
+const INLINE_MATH = /^\$((?:[^\s$\\]|\\[^\n])(?:(?:[^$\\\n]|\\[^\n])*?(?:[^\s$\\]|\\[^\n]))?)\$(?!\d)/;
+
+/**
+ * Equations pass through as TeX, untouched by Markdown's escapes and emphasis: the HTML output
+ * writes them as `<span class="math inline">\(…\)</span>` and `<span class="math display">\[…\]</span>`
+ * (escaped; what MathJax and KaTeX pick up), the text output as they were written. Each try
+ * stops at the next dollar, so the work stays linear in the input.
+ */
+const math = {
+  name: 'math',
+  level: 'inline' as const,
+  start(src: string): number | undefined {
+    const i = src.indexOf('$');
+    return i < 0 ? undefined : i;
+  },
+  tokenizer(src: string): MathToken | undefined {
+    const display = DISPLAY_MATH.exec(src);
+    if (display) return { type: 'math', raw: display[0], text: display[1]!, display: true };
+    const inline = INLINE_MATH.exec(src);
+    if (inline) return { type: 'math', raw: inline[0], text: inline[1]!, display: false };
+    return undefined;
+  },
+  renderer(token: Tokens.Generic): string {
+    const t = token as unknown as MathToken;
+    return t.display
+      ? `<span class="math display">\\[${escapeHtml(t.text)}\\]</span>`
+      : `<span class="math inline">\\(${escapeHtml(t.text)}\\)</span>`;
+  },
+};
+
 const marked = new Marked({
   gfm: true,
   breaks: false,
+  extensions: [math],
   renderer: {
     html({ text }: Tokens.HTML | Tokens.Tag): string {
       // the converters' own markers and notes stay comments (nothing in them can close one)
@@ -144,6 +182,9 @@ function inline(tokens: Token[] | undefined): string {
       }
       case 'escape':
         s += (t as Tokens.Escape).text;
+        break;
+      case 'math':
+        s += (t as unknown as MathToken).raw;
         break;
       default:
         if ('text' in t && typeof t.text === 'string') s += t.text;
