@@ -1,5 +1,6 @@
-// Word converter (.docx): mammoth turns the document into HTML, shared/html-to-md turns that
-// into Markdown. Word-specific steps around them:
+// Word converter (.docx): mammoth turns the document into HTML (through office/docx-mammoth: its
+// style rules parsed once per thread, its parts read by office/docx-xml), shared/html-to-md turns
+// that into Markdown (writtenHtmlToMarkdown: a light tree, no DOM). Word-specific steps around them:
 // - mammoth reads the package through our ZipArchive (every part inflated under the zip limits,
 //   only the parts it needs, never the zip as a whole);
 // - before mammoth, office/docx-prepare rewrites the body and notes: equations and charts become

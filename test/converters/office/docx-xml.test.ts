@@ -104,8 +104,8 @@ t.test('generated XML of nested namespaces, attributes, text, references and com
   let fast = 0;
   const N = Number(process.env.DOCX_XML_N ?? 400);
   for (let i = 0; i < N; i++) {
-    const xml = `${pick(['', '<?xml version="1.0"?>', '\n'])}${el(0, ['w'])}`.replace(/^([^<]*<\??[^>]*?)(\/?>)/, (m) => m)
-      .replace(/^((?:<\?xml[^>]*>)?\s*<[^\s/>]+)/, `$1 ${W}`);
+    // the root declares w (the generator may declare it again: xmldom's part then)
+    const xml = `${pick(['', '<?xml version="1.0"?>', '\n'])}${el(0, ['w'])}`.replace(/^((?:<\?xml[^>]*>)?\s*<[^\s/>]+)/, `$1 ${W}`);
     const tree = readXml(xml, NS);
     if (tree) fast++;
     const expected = await viaXmldom(xml);

@@ -73,7 +73,10 @@ function generator(seed: number): () => string {
   const block = (depth: number): string => {
     const k = r();
     if (k < 0.4) return `<p>${inline(0)}</p>`;
-    if (k < 0.5) return `<h${1 + Math.floor(r() * 6)}>${inline(1)}</h${1 + Math.floor(r() * 6)}>`.replace(/<\/h\d>$/, (m) => m);
+    if (k < 0.5) {
+      const level = 1 + Math.floor(r() * 6);
+      return `<h${level}>${inline(1)}</h${level}>`;
+    }
     if (k < 0.65 && depth < 4) return list(depth);
     if (k < 0.75 && depth < 3) return table(depth);
     if (k < 0.8) return inline(0);
@@ -174,8 +177,7 @@ t.test('generated HTML of paragraphs, headings, nested lists, tables, links, not
   let differ = 0;
   const N = 4000;
   for (let i = 0; i < N; i++) {
-    // headings are closed by their own tag (the generator's heading levels are matched here)
-    const html = next().replace(/<h(\d)>([\s\S]*?)<\/h\d>/g, '<h$1>$2</h$1>');
+    const html = next();
     const r = both(html);
     if (r.light) light++;
     if (r.written !== r.dom) {
