@@ -56,6 +56,7 @@ try {
     // Waits whose jobs the process hands back end now, answered 202.
     await acceptor.deps.conversions.stop(0);
     await acceptor.idle((config.shutdownGraceS + 5) * 1000);
+    acceptor.closeConnections();
     await Promise.allSettled([gate.close(), sender.close(), db.close()]);
   };
   parentPort!.postMessage({ ready: acceptor.port });

@@ -63,6 +63,11 @@ export interface Acceptor {
   stopListening(): void;
   /** Settles once no request is in flight on this acceptor, or after `ms`. */
   idle(ms: number): Promise<void>;
+  /**
+   * Closes every connection still open (idle keep-alive ones included). A thread must do this
+   * before it ends: a uWS socket left open aborts Node.js when the thread's loop is closed.
+   */
+  closeConnections(): void;
 }
 
 export async function startAcceptor(parts: AcceptorParts): Promise<Acceptor> {
@@ -132,6 +137,11 @@ export async function startAcceptor(parts: AcceptorParts): Promise<Acceptor> {
       });
       clearTimeout(timer);
       onIdle = undefined;
+    },
+    closeConnections() {
+      listening = false;
+      // Present in this uWS build, missing from its typings: closes the listen and every open socket.
+      (app as TemplatedApp & { close(): void }).close();
     },
   };
 }

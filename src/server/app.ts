@@ -130,6 +130,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     // the requests waiting for them are answered 202.
     await deps.conversions.stop(config.shutdownGraceS * 1000);
     await acceptor.idle(ANSWER_GRACE_MS);
+    acceptor.closeConnections();
     await drained;
     clearInterval(poolState);
     await sweeper.stop();

@@ -35,9 +35,9 @@ const who = (content: string): { threadId: number; evaluations: number } => JSON
 
 /** Threads boot slowly under tap (its loaders run in every thread too): run pairs of tasks until
  *  two different threads answer at once, and return their ids. */
-async function bothThreads(): Promise<Set<number>> {
+async function bothThreads(p: PoolExecutor = pool): Promise<Set<number>> {
   for (let i = 0; i < 50; i++) {
-    const pair = await Promise.all([0, 1].map(() => pool.run(stub('counter', '{"sleepMs":100}'), live())));
+    const pair = await Promise.all([0, 1].map(() => p.run(stub('counter', '{"sleepMs":100}'), live())));
     const ids = new Set(pair.map((r) => who(r.outputs[0]!.content).threadId));
     if (ids.size === 2) return ids;
   }
@@ -119,27 +119,31 @@ t.test('aborting the caller\'s signal cancels a running task', async (t) => {
 });
 
 t.test('queued() counts waiting tasks, saturated() turns on at the high-water mark', async (t) => {
-  t.equal((await bothThreads()).size, 2, 'both threads are up');
-  // Long enough that the queue is still there when it is read, however loaded the machine.
-  const slow = () => pool.run(stub('counter', '{"sleepMs":4000}'), live());
+  // Tasks held until the test releases them, on a pool whose time limit only a hang would reach.
+  const held = new PoolExecutor(settings, { threads: 2, taskTimeoutMs: 600_000, highWaterMark: 2, allowTestModules: true });
+  t.teardown(() => held.close());
+  const release = path.join(dir, 'release-queued');
+  t.equal((await bothThreads(held)).size, 2, 'both threads are up');
+  const slow = () => held.run(stub('counter', JSON.stringify({ until: release })), live());
   const running = [slow(), slow()];
-  for (let i = 0; i < 500 && pool.busy() < 2; i++) await sleep(20);
-  t.equal(pool.busy(), 2);
-  t.equal(pool.utilisation(), 1);
-  t.equal(pool.queued(), 0);
-  t.notOk(pool.saturated());
+  for (let i = 0; i < 3000 && held.busy() < 2; i++) await sleep(20);
+  t.equal(held.busy(), 2);
+  t.equal(held.utilisation(), 1);
+  t.equal(held.queued(), 0);
+  t.notOk(held.saturated());
   const dropped = new AbortController();
-  const waiting = [slow(), pool.run(stub('counter'), dropped.signal)];
-  for (let i = 0; i < 500 && pool.queued() < 2; i++) await sleep(10); // run() makes a scratch directory first
-  t.equal(pool.queued(), 2);
-  t.ok(pool.saturated());
+  const waiting = [slow(), held.run(stub('counter'), dropped.signal)];
+  for (let i = 0; i < 3000 && held.queued() < 2; i++) await sleep(10); // run() makes a scratch directory first
+  t.equal(held.queued(), 2);
+  t.ok(held.saturated());
   dropped.abort();
   await t.rejects(waiting[1]!, { message: 'The conversion was cancelled.' }, 'a queued task can be dropped');
-  t.equal(pool.queued(), 1);
-  t.notOk(pool.saturated());
+  t.equal(held.queued(), 1);
+  t.notOk(held.saturated());
+  writeFileSync(release, '');
   await Promise.all([...running, waiting[0]!]);
-  t.equal(pool.queued(), 0);
-  t.equal(pool.busy(), 0);
+  t.equal(held.queued(), 0);
+  t.equal(held.busy(), 0);
 });
 
 t.test('set-up runs once per thread, not once per task', async (t) => {

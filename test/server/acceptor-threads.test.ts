@@ -192,6 +192,14 @@ t.test('SIGTERM to a server of two acceptor threads answers every waiting reques
   // takes seconds there: with one converter thread, the requests wait.
   const slow = '_a'.repeat(60_000);
   const waiting = Array.from({ length: 6 }, () => fresh(w, 'POST', '/v1/convert/markdown/html?wait=60', { json: { markdown: slow } }));
+  // Idle keep-alive connections on the threads too: a thread that ended with one still open
+  // would abort the process (a uWS socket left on a closing thread loop).
+  const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 8 });
+  const idle = await Promise.all(Array.from({ length: 8 }, () => new Promise<number>((resolve, reject) => {
+    http.get(`${w.url}/healthz`, { agent: keepAlive }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); }).on('error', reject);
+  })));
+  t.ok(idle.every((s) => s === 200), 'eight keep-alive connections stay open, idle');
+  t.teardown(() => keepAlive.destroy());
   const busy = async (): Promise<boolean> => /^docpipe_pool_threads_busy 1$/m.test((await fresh(w, 'GET', '/metrics')).body);
   t.equal(await eventually(busy, true, 30_000), true, 'the converter thread is rendering');
   child.kill('SIGTERM');
