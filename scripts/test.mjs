@@ -1,13 +1,19 @@
 // The project's one test command (README, .ci/run): runs the tap suite, passes its output
 // through, and ends with one plain totals line "N passed, N failed" that CI reads.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const tap = path.join(root, 'node_modules', '.bin', 'tap');
+// One migrated embedded store per run, copied by every test that needs a new one
+// (test/helpers/embedded-template.ts); removed when the run ends.
+const templates = mkdtempSync(path.join(os.tmpdir(), 'docpipe-test-templates-'));
 const child = spawn(tap, ['--reporter=tap', ...process.argv.slice(2)], {
   cwd: root,
+  env: { ...process.env, DOCPIPE_TEST_TEMPLATES: templates },
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 
@@ -29,6 +35,7 @@ child.stdout.on('data', (chunk) => {
 });
 
 child.on('close', (code) => {
+  rmSync(templates, { recursive: true, force: true });
   let passed = 0;
   let failed = 0;
   if (summary) {

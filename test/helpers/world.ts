@@ -1,6 +1,6 @@
 // A small world per test: its own database (a fresh Postgres schema, or a fresh embedded
-// PGlite under a temp DATA_DIR), its own data directory, a server on a free port, and an
-// account with a key. Nothing is shared between test files.
+// PGlite under a temp DATA_DIR, copied from a template migrated once per run), its own data
+// directory, a server on a free port, and an account with a key. Nothing is shared between test files.
 // Billing: the gate is the in-process LocalGate unless `redis: true`, which runs the RedisGate on
 // REDIS_URL (default redis://127.0.0.1:6379) under a key prefix of this world's own, removed at
 // close. Every account newKey() makes is granted DEFAULT_CREDITS unless `credits` says otherwise,
@@ -20,6 +20,7 @@ import { RedisGate } from '../../src/billing/redis-gate.js';
 import { LocalGate } from '../../src/billing/local-gate.js';
 import { InlineExecutor, type Executor, type Task } from '../../src/jobs/executor.js';
 import type { RunResult } from '../../src/converters/registry.js';
+import { seedEmbedded } from './embedded-template.js';
 
 export type Mode = 'postgres' | 'embedded';
 export const MODES: Mode[] = (process.env.DOCPIPE_TEST_MODES?.split(',') as Mode[] | undefined) ?? ['postgres', 'embedded'];
@@ -76,6 +77,8 @@ export async function dropSchema(schema: string): Promise<void> {
 export async function startWorld(mode: Mode, env: Record<string, string> = {}, opts: WorldOptions = {}): Promise<World> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-world-'));
   const schema = `t_${randomBytes(6).toString('hex')}`;
+  // The embedded store starts from a copy of one migrated once per run (embedded-template.ts).
+  if (mode === 'embedded') await seedEmbedded(dataDir);
   const db = mode === 'postgres'
     ? await openDb({ databaseUrl: PG_URL, dataDir, schema, max: 4 })
     : await openDb({ dataDir });

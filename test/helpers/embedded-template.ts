@@ -1,0 +1,68 @@
+// A fresh embedded store costs seconds: PGlite's first start on an empty directory runs initdb,
+// then every migration applies. Tests that need an embedded store (a world, the admin CLI on a
+// new DATA_DIR) start instead from a copy of one store made and migrated once per test run: the
+// copy opens in a fraction of that, and the server's own start-up still runs migrate() on it
+// (finding nothing left to apply), as it does on any existing store.
+//
+// The template lives in DOCPIPE_TEST_TEMPLATES (scripts/test.mjs makes a directory per run and
+// removes it at the end) or, for a test file run on its own, under the system temp directory;
+// its name holds a hash of the migrations and the PGlite version, so a changed migration never
+// meets an old template. Test files running in parallel may build it at the same time: each
+// builds its own and renames it into place, and a loser throws its copy away.
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openDb } from '../../src/store/db.js';
+
+const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../src/store/migrations');
+
+function templateName(): string {
+  const hash = createHash('sha256');
+  hash.update(pgliteVersion());
+  for (const f of readdirSync(MIGRATIONS_DIR).sort()) hash.update(f).update(readFileSync(path.join(MIGRATIONS_DIR, f)));
+  return `pg-${hash.digest('hex').slice(0, 16)}`;
+}
+
+/** The installed PGlite's version (its package.json is not among the package's exports). */
+function pgliteVersion(): string {
+  let dir = path.dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+  while (!existsSync(path.join(dir, 'package.json'))) dir = path.dirname(dir);
+  return JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')).version as string;
+}
+
+let ready: Promise<string> | undefined;
+
+/** The migrated template's `pg` directory, built on first use. */
+function template(): Promise<string> {
+  ready ??= (async () => {
+    const root = process.env.DOCPIPE_TEST_TEMPLATES || path.join(os.tmpdir(), 'docpipe-test-templates');
+    mkdirSync(root, { recursive: true });
+    const final = path.join(root, templateName());
+    if (existsSync(final)) return final;
+    const scratch = mkdtempSync(path.join(root, 'building-'));
+    try {
+      const db = await openDb({ dataDir: scratch });
+      await db.close();
+      try {
+        renameSync(path.join(scratch, 'pg'), final);
+      } catch (err) {
+        // Another test file renamed its copy first: use that one.
+        if (!existsSync(final)) throw err;
+      }
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+    return final;
+  })();
+  return ready;
+}
+
+/** Puts a migrated, empty embedded store into dataDir (which must not hold one yet). */
+export async function seedEmbedded(dataDir: string): Promise<void> {
+  const target = path.join(dataDir, 'pg');
+  if (existsSync(target)) throw new Error(`${target} already holds a store`);
+  cpSync(await template(), target, { recursive: true });
+}
