@@ -15,6 +15,7 @@ import { startApp } from '../../src/server/app.js';
 import { createLogger } from '../../src/log.js';
 import { createAccount } from '../../src/store/accounts.js';
 import { readLedger } from '../../src/billing/ledger.js';
+import { seedEmbedded } from '../helpers/embedded-template.js';
 
 const run = promisify(execFile);
 const BIN = path.resolve('bin/docpipe.js');
@@ -32,6 +33,7 @@ async function cli(dataDir: string, ...args: string[]): Promise<{ code: number; 
 t.test('the admin CLI beside a running embedded server', async (t) => {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-cli-beside-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  await seedEmbedded(dataDir);
   const db = await openDb({ dataDir });
   const app = await startApp(loadConfig({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1' }), { db, log: createLogger('silent') });
   const account = await createAccount(db.sql, { name: 'Acme', plan: 'pro' });
