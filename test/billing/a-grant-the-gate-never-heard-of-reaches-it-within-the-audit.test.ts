@@ -8,7 +8,7 @@ import t from 'tap';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import path from 'node:path';
-import { MODES, PG_URL, REDIS_URL, startWorld, type World } from '../helpers/world.js';
+import { PG_URL, REDIS_URL, startWorld, storeModes, type World } from '../helpers/world.js';
 import { eventually } from '../helpers/until.js';
 import { grantCredits, readLedger } from '../../src/billing/ledger.js';
 
@@ -26,7 +26,7 @@ async function grant(w: World, accountId: string, amount: number, redis: boolean
   return r.stdout;
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`a grant without Redis settings reaches the gate (${mode})`, async (t) => {
     const w = await startWorld(mode, { MEND_INTERVAL_S: '1' }, { redis: true });
     t.teardown(() => w.close());

@@ -1,27 +1,30 @@
-// The quick fuzz run: 200 mutated real documents of every kind (bit flips, truncation, splices,
+// The quick fuzz run: 100 mutated real documents of every kind (bit flips, truncation, splices,
 // damaged or swapped parts inside zip packages) through the API, on the worker pool with a short
 // time limit. Deterministic: case i is mutated from seed BASE + i, so a failure names its seed
-// and `npx tsx bench/fuzz/run.ts --base <BASE> --first <i> --count 1` replays it.
+// and `npx tsx bench/fuzz/run.ts --base <BASE> --first <i> --count 1` replays it. One store
+// mode: what a damaged document does is the converters' business; the long runs are the bench's
+// (`npx tsx bench/fuzz/run.ts --count 200` is this run's cases and the next hundred, embedded).
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODES, startWorld } from '../helpers/world.js';
+import { oneMode, startWorld } from '../helpers/world.js';
 import { PoolExecutor } from '../../src/pool/pool.js';
 import { buildCorpus } from '../fixtures/build/fuzz.js';
 import { retried, runCases, table, UNLIMITED_RATE } from '../../bench/fuzz/harness.js';
 
 const BASE = 20240601;
-const CASES = 200;
+const CASES = 100;
 const TASK_LIMIT_MS = 15_000;
 
 t.test('hostile documents through the API', async (t) => {
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'docpipe-fuzz-'));
   t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
   const corpus = await buildCorpus(scratch);
-  const perMode = Math.ceil(CASES / MODES.length);
+  const modes = oneMode();
+  const perMode = Math.ceil(CASES / modes.length);
 
-  for (const [m, mode] of MODES.entries()) {
+  for (const [m, mode] of modes.entries()) {
     await t.test(`${perMode} mutated documents (${mode})`, async (t) => {
       const pool = new PoolExecutor({ tmpDir: scratch, allowPrivateNetwork: false }, { threads: 2, taskTimeoutMs: TASK_LIMIT_MS });
       const w = await startWorld(mode, { SWEEP_INTERVAL_S: '0', PLAN_OVERRIDES: UNLIMITED_RATE }, { executor: pool });

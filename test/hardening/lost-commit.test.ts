@@ -9,7 +9,7 @@
 // And wherever a conversion ends, its credits are settled in the same transaction: a reader that
 // sees it finished sees it charged.
 import t from 'tap';
-import { MODES, startWorld, HeldExecutor, type World } from '../helpers/world.js';
+import { HeldExecutor, startWorld, storeModes, type World } from '../helpers/world.js';
 import { eventually, untilTerminal } from '../helpers/until.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -25,7 +25,7 @@ async function ledgerBalance(w: World, accountId: string): Promise<number> {
   return Number(r!.n);
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`a lost commit answer (${mode})`, async (t) => {
     const held = new HeldExecutor();
     const w = await startWorld(mode, {}, { executor: held });

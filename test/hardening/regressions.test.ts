@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { strToU8, unzipSync, zipSync } from 'fflate';
-import { MODES, startWorld, type World } from '../helpers/world.js';
+import { MODES, startWorld, storeModes, type World } from '../helpers/world.js';
 import { ApiError } from '../../src/errors.js';
 import type { Executor } from '../../src/jobs/executor.js';
 import { buildDeck } from '../fixtures/build/pptx.js';
@@ -31,7 +31,7 @@ const CASE_1184_RELS = 'PD94bWwgdmVyc2lvbj0iMS4wIiBlbmNvZGluZz0iVVRGLTgiIHN0YW5k
 
 const source = (c: ConvJ): FileJ => c.files.find((f) => f.role === 'source')!;
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`fuzzing regressions (${mode})`, async (t) => {
     const scratch = mkdtempSync(path.join(os.tmpdir(), 'docpipe-regress-'));
     const w = await startWorld(mode, { SWEEP_INTERVAL_S: '0' });

@@ -24,6 +24,20 @@ import { seedEmbedded } from './embedded-template.js';
 
 export type Mode = 'postgres' | 'embedded';
 export const MODES: Mode[] = (process.env.DOCPIPE_TEST_MODES?.split(',') as Mode[] | undefined) ?? ['postgres', 'embedded'];
+/**
+ * The store modes a test file runs its worlds in. storeModes(): every mode, for tests whose
+ * behaviour depends on the store or on the gate that goes with it (transactions and their
+ * snapshots, locks and leases, concurrency on the embedded store's one connection, its start and
+ * stop, RedisGate beside Postgres and LocalGate beside PGlite). oneMode(): the first mode only, for
+ * tests of HTTP, validation and converters, whose queries the storeModes() files run against
+ * both stores. DOCPIPE_TEST_ALL_MODES=1 runs every file in every mode.
+ */
+export function storeModes(): Mode[] {
+  return MODES;
+}
+export function oneMode(): Mode[] {
+  return process.env.DOCPIPE_TEST_ALL_MODES === '1' ? MODES : MODES.slice(0, 1);
+}
 export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const DEFAULT_CREDITS = 1_000_000;

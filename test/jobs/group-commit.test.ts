@@ -4,7 +4,7 @@
 import t from 'tap';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { MODES, startWorld } from '../helpers/world.js';
+import { startWorld, storeModes } from '../helpers/world.js';
 
 const PATH = '/v1/convert/markdown/html';
 const markdown = (i: number) => `# Note ${i}\n\nSome *text* for note ${i}.\n`;
@@ -17,7 +17,7 @@ function blobsOf(dataDir: string, accountId: string): string[] {
   }
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`${mode}: the answer is what a read of the conversion returns`, async (t) => {
     const w = await startWorld(mode);
     t.teardown(() => w.close());

@@ -2,7 +2,7 @@ import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { HeldExecutor, MODES, startWorld } from '../helpers/world.js';
+import { HeldExecutor, startWorld, storeModes } from '../helpers/world.js';
 import { PoolExecutor, type PoolTask } from '../../src/pool/pool.js';
 import type { Executor } from '../../src/jobs/executor.js';
 import { buildManyPagesPdf } from '../fixtures/build/pdf.js';
@@ -18,7 +18,7 @@ async function until(w: { req: (m: string, p: string) => Promise<Response> }, id
   }
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`the conversion lifecycle (${mode})`, async (t) => {
     const held = new HeldExecutor();
     const w = await startWorld(mode, {}, { executor: held });

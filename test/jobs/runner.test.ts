@@ -6,14 +6,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { dropSchema, MODES, PG_URL } from '../helpers/world.js';
+import { dropSchema, PG_URL, storeModes } from '../helpers/world.js';
 import { openDb } from '../../src/store/db.js';
 import { createAccount } from '../../src/store/accounts.js';
 import { newId } from '../../src/store/ids.js';
 import { JobRunner } from '../../src/jobs/runner.js';
 import { eventually } from '../helpers/until.js';
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`${mode}: a backlog of queued jobs drains without waiting for poll ticks`, async (t) => {
     const schema = `t_${randomBytes(6).toString('hex')}`;
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-runner-'));

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODES, startWorld } from '../helpers/world.js';
+import { oneMode, startWorld } from '../helpers/world.js';
 
 const host = os.hostname().replace(/[^A-Za-z0-9.-]/g, '-') || 'host';
 
@@ -23,7 +23,7 @@ async function killedPid(): Promise<number> {
   return pid;
 }
 
-for (const mode of MODES) {
+for (const mode of oneMode()) {
   t.test(`scratch folders of a stopped process are swept at start (${mode})`, async (t) => {
     const live = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
     t.teardown(() => { live.kill('SIGKILL'); });

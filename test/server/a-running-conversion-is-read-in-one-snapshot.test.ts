@@ -3,7 +3,7 @@
 // its files move between the reads. Tasks are let through one at a time, each while reads are
 // in flight, so that files change status during the reads.
 import t from 'tap';
-import { MODES, startWorld, type World } from '../helpers/world.js';
+import { startWorld, storeModes, type World } from '../helpers/world.js';
 import { InlineExecutor, type Executor, type Task } from '../../src/jobs/executor.js';
 import type { RunResult } from '../../src/converters/registry.js';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -81,7 +81,7 @@ async function readAll(w: World, id: string): Promise<Conv[]> {
   return Promise.all([one(), listed(), one(), listed(), one()]);
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`summary and status agree with the files in every read of a running conversion (${mode})`, async (t) => {
     const exec = new SteppedExecutor();
     const w = await startWorld(mode, {}, { executor: exec });

@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap';
-import { MODES, PROBLEM_FIELDS, startWorld } from '../helpers/world.js';
+import { oneMode, PROBLEM_FIELDS, startWorld } from '../helpers/world.js';
 import { revokeKey, findKey } from '../../src/store/accounts.js';
 
-for (const mode of MODES) {
+for (const mode of oneMode()) {
   t.test(`auth (${mode})`, async (t) => {
     const w = await startWorld(mode);
     t.teardown(() => w.close());

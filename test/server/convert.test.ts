@@ -1,12 +1,12 @@
 import t from 'tap';
-import { MODES, PROBLEM_FIELDS, startWorld } from '../helpers/world.js';
+import { oneMode, PROBLEM_FIELDS, startWorld } from '../helpers/world.js';
 
 interface FileJ { id: string; role: string; format: string | null; content: string | null; name: string; status: string | null; outputs?: Array<{ id: string; format: string }> }
 interface ConvJ { id: string; object: string; status: string; operation: string; name: string; files: FileJ[]; metadata: unknown; summary: Record<string, number>; usage: Record<string, unknown>; created_at: string; completed_at: string | null; async_reason: string | null }
 
 const outputs = (c: ConvJ, format: string) => c.files.filter((f) => f.role === 'output' && f.format === format);
 
-for (const mode of MODES) {
+for (const mode of oneMode()) {
   t.test(`first conversions (${mode})`, async (t) => {
     const w = await startWorld(mode, {}, { pool: true });
     t.teardown(() => w.close());

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
-import { HeldExecutor, MODES, PROBLEM_FIELDS, startWorld, type World } from '../helpers/world.js';
+import { HeldExecutor, PROBLEM_FIELDS, startWorld, storeModes, type World } from '../helpers/world.js';
 import { readLedger } from '../../src/billing/ledger.js';
 import { buildPlain } from '../fixtures/build/docx.js';
 
@@ -59,7 +59,7 @@ function docxPart(file: string, name: string): Blob {
   return new File([readFileSync(file)], name, { type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' });
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   const redis = mode === 'postgres';
   t.test(`credits (${mode} + ${redis ? 'RedisGate' : 'LocalGate'})`, async (t) => {
     const held = new HeldExecutor();

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { MODES, startWorld, type World } from '../helpers/world.js';
+import { startWorld, storeModes, type World } from '../helpers/world.js';
 import { readLedger } from '../../src/billing/ledger.js';
 import { buildPlain } from '../fixtures/build/docx.js';
 import { buildManyPagesPdf } from '../fixtures/build/pdf.js';
@@ -60,7 +60,7 @@ t.teardown(() => {
   site.close();
 });
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   const redis = mode === 'postgres';
   t.test(`estimates (${mode} + ${redis ? 'RedisGate' : 'LocalGate'})`, async (t) => {
     const w = await startWorld(mode, { PLAN_OVERRIDES: JSON.stringify({ lite: { fileBytes: 100 } }), ALLOW_PRIVATE_NETWORK: '1' }, { redis, credits: 50 });

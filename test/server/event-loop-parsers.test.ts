@@ -13,7 +13,7 @@ port1.unref();
 register('../helpers/parser-watch.mjs', import.meta.url, { data: { port: port2 }, transferList: [port2] });
 
 // Imported after the hook, so that everything the server loads passes through it.
-const { MODES, startWorld } = await import('../helpers/world.js');
+const { oneMode, startWorld } = await import('../helpers/world.js');
 
 /** A PDF written by hand (no PDF library on this thread): one line of text on each page. */
 function handMadePdf(lines: readonly string[]): Buffer {
@@ -49,7 +49,7 @@ function form(): FormData {
   return fd;
 }
 
-for (const mode of MODES) {
+for (const mode of oneMode()) {
   await t.test(`${mode}: a PDF estimated and converted through the API leaves mupdf unloaded on the event loop`, async (t) => {
     const w = await startWorld(mode, {}, { pool: true });
     t.teardown(() => w.close());

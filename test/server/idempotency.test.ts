@@ -4,7 +4,7 @@
 import t from 'tap';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { HeldExecutor, MODES, startWorld, type World } from '../helpers/world.js';
+import { HeldExecutor, startWorld, storeModes, type World } from '../helpers/world.js';
 import { readLedger } from '../../src/billing/ledger.js';
 
 interface ConvJ { id: string; status: string; usage: { credits_reserved: number; credits_charged: number } }
@@ -19,7 +19,7 @@ async function conversions(w: World, accountId: string): Promise<string[]> {
   return rows.map((r) => r.id as string);
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   const redis = mode === 'postgres';
   t.test(`idempotency (${mode} + ${redis ? 'RedisGate' : 'LocalGate'})`, async (t) => {
     const held = new HeldExecutor();

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { strFromU8, strToU8, unzipSync, zipSync } from 'fflate';
-import { HeldExecutor, MODES, PROBLEM_FIELDS, startWorld, type World } from '../helpers/world.js';
+import { HeldExecutor, PROBLEM_FIELDS, startWorld, storeModes, type World } from '../helpers/world.js';
 import { buildPlain } from '../fixtures/build/docx.js';
 
 const OVERRIDES = {
@@ -51,7 +51,7 @@ async function brokenDocx(): Promise<string> {
   return bad;
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   const redis = mode === 'postgres';
   t.test(`plan limits (${mode} + ${redis ? 'RedisGate' : 'LocalGate'})`, async (t) => {
     const held = new HeldExecutor();

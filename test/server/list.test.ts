@@ -1,7 +1,7 @@
 import t from 'tap';
-import { MODES, startWorld } from '../helpers/world.js';
+import { oneMode, startWorld } from '../helpers/world.js';
 
-for (const mode of MODES) {
+for (const mode of oneMode()) {
   t.test(`listing conversions (${mode})`, async (t) => {
     const w = await startWorld(mode);
     t.teardown(() => w.close());

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { MODES, startWorld } from '../helpers/world.js';
+import { oneMode, startWorld } from '../helpers/world.js';
 import { ARTICLE, CLUTTER, PAGE_URL, clutteredPage, clutterStrings } from '../fixtures/build/web-page.js';
 
 interface FileJ { role: string; format: string | null; content: string | null }
@@ -28,7 +28,7 @@ const markdownOf = (c: ConvJ): string => c.files.find((f) => f.role === 'output'
 const clutterIn = (md: string): string[] => clutterStrings().filter((s) => md.includes(s));
 const isArticle = (md: string): boolean => md.startsWith(`# ${ARTICLE.pageTitle}\n\n${ARTICLE.paragraphs[0]}`);
 
-for (const mode of MODES) {
+for (const mode of oneMode()) {
   t.test(`main_content through the API (${mode})`, async (t) => {
     const w = await startWorld(mode, { ALLOW_PRIVATE_NETWORK: '1' }, { pool: true });
     t.teardown(() => w.close());

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import iconv from 'iconv-lite';
-import { MODES, startWorld, type World } from '../helpers/world.js';
+import { startWorld, storeModes, type World } from '../helpers/world.js';
 import { readLedger } from '../../src/billing/ledger.js';
 import { buildManyPagesPdf } from '../fixtures/build/pdf.js';
 import { pourForever } from '../helpers/endless.js';
@@ -120,7 +120,7 @@ async function tmpLeft(w: World): Promise<string[]> {
 const sourceOf = (c: ConvJ): FileJ => c.files.find((f) => f.role === 'source')!;
 const markdownOf = (c: ConvJ): string => c.files.find((f) => f.role === 'output')?.content ?? '';
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   const redis = mode === 'postgres';
   t.test(`URL pricing (${mode} + ${redis ? 'RedisGate' : 'LocalGate'})`, async (t) => {
     const w = await startWorld(mode, { ALLOW_PRIVATE_NETWORK: '1' }, { redis });

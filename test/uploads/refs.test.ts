@@ -2,7 +2,7 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { MODES, startWorld, type World } from '../helpers/world.js';
+import { startWorld, storeModes, type World } from '../helpers/world.js';
 import { resolveSources } from '../../src/uploads/refs.js';
 import { ApiError } from '../../src/errors.js';
 import type { ConvertRequest } from '../../src/server/convert-request.js';
@@ -40,7 +40,7 @@ async function codeOf(w: World, accountId: string, refs: Partial<Pick<ConvertReq
   }
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`file and upload references (${mode})`, async (t) => {
     const w = await startWorld(mode, { SWEEP_INTERVAL_S: '0' });
     t.teardown(() => w.close());

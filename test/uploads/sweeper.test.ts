@@ -1,6 +1,6 @@
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
-import { MODES, PG_URL, startWorld, type World } from '../helpers/world.js';
+import { PG_URL, startWorld, storeModes, type World } from '../helpers/world.js';
 import { Sweeper } from '../../src/uploads/sweeper.js';
 import { createLogger } from '../../src/log.js';
 import { openDb } from '../../src/store/db.js';
@@ -34,7 +34,7 @@ async function exists(w: World, m: Made): Promise<{ row: boolean; files: number;
   return { row: c!.n === 1, files: f!.n as number, blobs: m.blobs.map((b) => existsSync(b)) };
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`retention sweeper (${mode})`, async (t) => {
     const w = await startWorld(mode, { SWEEP_INTERVAL_S: '0' });
     t.teardown(() => w.close());

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { MODES, PROBLEM_FIELDS, startWorld, type World } from '../helpers/world.js';
+import { PROBLEM_FIELDS, startWorld, storeModes, type World } from '../helpers/world.js';
 
 const MiB = 1024 * 1024;
 
@@ -30,7 +30,7 @@ async function problem(res: Response): Promise<Record<string, unknown>> {
   return p;
 }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`chunked uploads (${mode})`, async (t) => {
     const w = await startWorld(mode, { SWEEP_INTERVAL_S: '0' });
     t.teardown(() => w.close());

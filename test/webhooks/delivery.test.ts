@@ -1,7 +1,7 @@
 // Webhook deliveries end to end against a real receiver on 127.0.0.1 (hence
 // ALLOW_PRIVATE_NETWORK=1), with the retry schedule scaled down 100× (5 s → 50 ms, 30 s → 300 ms).
 import t, { type Test } from 'tap';
-import { MODES, startWorld, type World } from '../helpers/world.js';
+import { startWorld, storeModes, type World } from '../helpers/world.js';
 import { verifyWebhook } from '../../src/webhooks/verify.js';
 import { startReceiver, sleep, type Answer, type Receiver } from './receiver.js';
 
@@ -11,7 +11,7 @@ const TIMEOUT_MS = 500;
 interface Endpoint { id: string; secret: string; url: string; eventTypes: string[]; status: string }
 interface Attempt { event_id: string; event_type: string; attempt: number; status: string; response_status: number | null; latency_ms: number; error: string | null; next_retry_at: string | null }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`webhook deliveries (${mode})`, async (t) => {
     const w = await startWorld(mode, { ALLOW_PRIVATE_NETWORK: '1', WEBHOOK_TIME_SCALE: String(SCALE), WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS) });
     t.teardown(() => w.close());

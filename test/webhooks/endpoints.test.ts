@@ -2,13 +2,13 @@
 // and who may do it (scope webhooks, an active subscription, one's own endpoints only).
 // This world does not set ALLOW_PRIVATE_NETWORK; targets are public IP literals (no DNS needed).
 import t, { type Test } from 'tap';
-import { MODES, PROBLEM_FIELDS, startWorld } from '../helpers/world.js';
+import { oneMode, PROBLEM_FIELDS, startWorld } from '../helpers/world.js';
 import { createEndpoint } from '../../src/webhooks/store.js';
 import { startReceiver, sleep } from './receiver.js';
 
 const PUBLIC = 'https://93.184.215.14/hooks/docpipe';
 
-for (const mode of MODES) {
+for (const mode of oneMode()) {
   t.test(`webhook endpoints (${mode})`, async (t) => {
     const w = await startWorld(mode);
     t.teardown(() => w.close());

@@ -2,7 +2,7 @@
 // delivery" once read as "one due now" (SQL's greatest() skips a NULL), and an idle dispatcher
 // queried Postgres without pause: hundreds of ticks a second, on every server.
 import t from 'tap';
-import { MODES, startWorld } from '../helpers/world.js';
+import { startWorld, storeModes } from '../helpers/world.js';
 import { msUntilNextDue } from '../../src/webhooks/store.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { createLogger } from '../../src/log.js';
@@ -10,7 +10,7 @@ import type { Sql } from '../../src/store/db.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`an idle dispatcher polls at its interval (${mode})`, async (t) => {
     const w = await startWorld(mode);
     t.teardown(() => w.close());

@@ -3,7 +3,7 @@
 // recorded (the process died between sending and recording) is sent again with the same
 // webhook-id. The retry schedule runs at its real pace here (the first retry is 5 s away).
 import t from 'tap';
-import { MODES, startWorld } from '../helpers/world.js';
+import { startWorld, storeModes } from '../helpers/world.js';
 import { startApp, type RunningApp } from '../../src/server/app.js';
 import { createLogger } from '../../src/log.js';
 import { verifyWebhook } from '../../src/webhooks/verify.js';
@@ -14,7 +14,7 @@ import { startReceiver, sleep } from './receiver.js';
 
 interface Attempt { event_id: string; attempt: number; status: string; response_status: number | null; next_retry_at: string | null }
 
-for (const mode of MODES) {
+for (const mode of storeModes()) {
   t.test(`webhooks across restarts (${mode})`, async (t) => {
     const w = await startWorld(mode, { ALLOW_PRIVATE_NETWORK: '1' });
     // The world's close() closes its first app again: make that a no-op once the test did it.
