@@ -7,8 +7,8 @@
 // The template lives in DOCPIPE_TEST_TEMPLATES (scripts/test.mjs makes a directory per run and
 // removes it at the end) or, for a test file run on its own, under the system temp directory;
 // its name holds a hash of the migrations and the PGlite version, so a changed migration never
-// meets an old template. Test files running in parallel may build it at the same time: each
-// builds its own and renames it into place, and a loser throws its copy away.
+// meets an old template. The first test file that needs it builds it (others wait for it) and
+// renames it into place when it is whole.
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -42,6 +42,19 @@ function template(): Promise<string> {
     mkdirSync(root, { recursive: true });
     const final = path.join(root, templateName());
     if (existsSync(final)) return final;
+    // One test file builds it while the others wait (building it beside each other would cost
+    // each of them what the copy saves). A bound only a builder that died reaches: then this
+    // file builds a copy of its own.
+    const lock = `${final}.building`;
+    let mine = false;
+    try {
+      mkdirSync(lock);
+      mine = true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      for (const end = Date.now() + 120_000; !existsSync(final) && Date.now() < end;) await new Promise((r) => setTimeout(r, 100));
+      if (existsSync(final)) return final;
+    }
     const scratch = mkdtempSync(path.join(root, 'building-'));
     try {
       const db = await openDb({ dataDir: scratch });
@@ -54,6 +67,7 @@ function template(): Promise<string> {
       }
     } finally {
       rmSync(scratch, { recursive: true, force: true });
+      if (mine) rmSync(lock, { recursive: true, force: true });
     }
     return final;
   })();
