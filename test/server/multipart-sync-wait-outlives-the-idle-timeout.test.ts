@@ -13,7 +13,9 @@ interface ConvJ { id: string; status: string; files: FileJ[] }
 const PAST_IDLE_TIMEOUT_MS = 13_000;
 
 t.test(`a multipart sync wait outlives the idle timeout (${MODES[0]})`, async (t) => {
-  const held = new HeldExecutor();
+  // Holds its tasks without reporting itself full: the second submit must wait like the first,
+  // not be answered 202 capacity because the first one's task is waiting.
+  const held = Object.assign(new HeldExecutor(), { saturated: () => false });
   const w = await startWorld(MODES[0]!, {}, { executor: held });
   t.teardown(() => w.close());
 
