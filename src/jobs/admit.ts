@@ -6,11 +6,11 @@
 import { isDependencyDown } from '../errors.js';
 import { isRender, ENDPOINTS } from '../converters/registry.js';
 import { Refusal, refusalError, reserveWithRebuild, type IdempotencyClaim } from '../billing/gate.js';
-import type { PlanLimits } from '../billing/plans.js';
+import type { PlanLimits } from '../plans.js';
 import { awaitClaim, checkFileSizes, checkPlanLimits, findClaim, requestFingerprint, IDEMPOTENCY_TTL_S } from '../billing/admission.js';
 import { newId } from '../store/ids.js';
-import type { Principal } from '../server/auth.js';
-import type { ConvertRequest } from '../server/convert-request.js';
+import type { Principal } from '../store/accounts.js';
+import type { ConvertRequest } from '../types.js';
 import { resolveSources } from '../uploads/refs.js';
 import type {
   Accepted, ConversionContext, Idem, PlannedEstimate, SubmitContext, Submitted, Track,

@@ -7,7 +7,7 @@ import type { FetchSettings } from '../converters/url.js';
 import type { Gate } from '../billing/gate.js';
 import type { Ledger } from '../billing/ledger.js';
 import type { AuditCounts } from '../billing/audit.js';
-import type { Plan, PlanLimits } from '../billing/plans.js';
+import type { Plan, PlanLimits } from '../plans.js';
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
 import type { ConversionRow, FileRow } from '../store/conversions.js';

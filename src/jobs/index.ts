@@ -13,6 +13,9 @@
 // - runner.ts        JobRunner: the per-process loop that runs claimed jobs
 // - executor.ts      Executor: where a conversion runs; InlineExecutor in this thread
 // - group-commit.ts  GroupCommit: finished renders stored many per transaction
+// - finish.ts        a source's outcome recorded; the charge and webhook event of a conversion it ends
+// May import: uploads, webhooks, billing, converters, store, net and the bottom (types, plans,
+// config, errors, log); never pool, server or cli (scripts/layers.mjs).
 export {
   ConversionService, recording, kindOfEndpoint, PENDING_GRACE_MS, SYNC_MAX_SOURCES, SYNC_MAX_PDF_PAGES,
   type Accepted, type AsyncReason, type Billing, type LifecycleOptions, type SubmitContext, type Submitted, type Track,

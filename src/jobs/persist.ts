@@ -8,14 +8,15 @@ import { readFile } from 'node:fs/promises';
 import { fileProblem, isDependencyDown } from '../errors.js';
 import { isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
 import { recordReservation, settleRows, type Settlement } from '../billing/ledger.js';
-import type { PlanLimits } from '../billing/plans.js';
+import type { PlanLimits } from '../plans.js';
 import { claimKey, countMonthlyFiles } from '../billing/admission.js';
 import type { Sql } from '../store/db.js';
 import type { Pending } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
-import { insertConversion, finishSource, type NewFile, type ConversionRow } from '../store/conversions.js';
-import type { Principal } from '../server/auth.js';
-import type { ConvertRequest } from '../server/convert-request.js';
+import { insertConversion, type NewFile, type ConversionRow } from '../store/conversions.js';
+import { finishSource } from './finish.js';
+import type { Principal } from '../store/accounts.js';
+import type { ConvertRequest } from '../types.js';
 import { fileRowsOf } from './group-commit.js';
 import {
   INLINE_RENDER_BYTES, RETENTION_MS, SYNC_MAX_SOURCES, renderableInline,

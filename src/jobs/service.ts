@@ -28,9 +28,9 @@
 // (index.ts lists them), given the service's context (context.ts).
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
-import type { ConvertRequest } from '../server/convert-request.js';
-import type { Principal } from '../server/auth.js';
-import type { PlanLimits } from '../billing/plans.js';
+import type { ConvertRequest } from '../types.js';
+import type { Principal } from '../store/accounts.js';
+import type { PlanLimits } from '../plans.js';
 import { GateAudit } from '../billing/audit.js';
 import type { Executor } from './executor.js';
 import { JobRunner } from './runner.js';

@@ -3,10 +3,16 @@
 // changes them: `summary`, `status` and `completed_at` can never disagree with the files.
 import type { Sql } from './db.js';
 import type { Problem } from '../errors.js';
-import { enqueueConversionEvent, isTerminal } from '../webhooks/outbox.js';
 
 export type ConversionStatus = 'queued' | 'running' | 'completed' | 'completed_with_errors' | 'failed';
 export type FileStatus = 'queued' | 'running' | 'completed' | 'failed';
+
+const TERMINAL: ReadonlySet<ConversionStatus> = new Set(['completed', 'completed_with_errors', 'failed']);
+
+/** A conversion in this status is finished: it changes no more. */
+export function isTerminal(status: ConversionStatus): boolean {
+  return TERMINAL.has(status);
+}
 
 export interface NewConversion {
   id: string;
@@ -79,9 +85,10 @@ export async function markSourceRunning(sql: Sql, conversionId: string, sourceId
  * Returns the conversion's status after the change, or null when `guard` refused the change.
  * `onTerminal` runs in the same transaction when this change ends the conversion, with the
  * credits its completed sources cost: the credits are settled with the status that ends it, so
- * no reader ever sees a finished conversion whose credits are still reserved.
+ * no reader ever sees a finished conversion whose credits are still reserved (and, from the jobs,
+ * its webhook event is enqueued: jobs/finish.ts).
  */
-export async function finishSource(
+export async function recordSourceOutcome(
   sql: Sql,
   conv: { id: string; accountId: string; expiresAt: Date | null },
   sourceId: string,
@@ -107,8 +114,6 @@ export async function finishSource(
     const { status, charged } = await rollUp(t, conv.id);
     if (before && before.completed_at === null && isTerminal(status)) {
       await onTerminal?.(t, charged);
-      // The webhook outbox: the event commits with the status change or not at all.
-      await enqueueConversionEvent(t, conv.id);
     }
     return status;
   });

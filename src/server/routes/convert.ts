@@ -9,10 +9,11 @@ import type { ConverterKind } from '../../converters/types.js';
 import { requireScope, requireSubscription } from '../auth.js';
 import { checkRate, principalOf, type Deps } from '../deps.js';
 import { readJson, readMultipart } from '../body.js';
-import { sendJson, type Ctx } from '../respond.js';
+import { onCleanup, sendJson, type Ctx } from '../respond.js';
 import type { Router } from '../router.js';
-import { fromJson, fromMultipart, MAX_SOURCES, type ConvertRequest } from '../convert-request.js';
-import { conversionJson, snapshotJson } from '../conversion-json.js';
+import { fromJson, fromMultipart, MAX_SOURCES } from '../convert-request.js';
+import type { ConvertRequest } from '../../types.js';
+import { conversionJson, snapshotJson } from '../../store/conversion-json.js';
 import { readConversion, type ConversionStatus } from '../../store/conversions.js';
 import type { AsyncReason, Track } from '../../jobs/service.js';
 import { idempotencyKeyOf } from '../../billing/admission.js';
@@ -39,7 +40,7 @@ export async function readConvertRequest(deps: Deps, ctx: Ctx, kind: ConverterKi
 
 /** Files the service stages for the request (fetched URLs) go with the request's clean-ups. */
 export function stagedBy(ctx: Ctx): Track {
-  return (file) => ctx.cleanups.push(() => rm(file, { force: true }));
+  return (file) => onCleanup(ctx, () => rm(file, { force: true }));
 }
 
 /** The wait window from `wait` and `Prefer` (RFC 7240: respond-async, wait=N). */
