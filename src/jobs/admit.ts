@@ -13,7 +13,7 @@ import type { Principal } from '../server/auth.js';
 import type { ConvertRequest } from '../server/convert-request.js';
 import { resolveSources } from '../uploads/refs.js';
 import type {
-  Accepted, ConversionContext, Idem, PlannedEstimate, SubmitContext, Submitted, Track,
+  Accepted, ConversionContext, Idem, PlannedEstimate, SubmitContext, Submitted, Track, WaitWindow,
 } from './context.js';
 import { planSources } from './plan.js';
 import { KeyTaken } from './persist.js';
@@ -21,7 +21,7 @@ import { KeyTaken } from './persist.js';
 /** The insert step, persist.ts's persist bound to the context. Admission calls it through the
  *  service (ConversionService's persist member), where a test can wrap it. */
 export type Persist = (p: Principal, req: ConvertRequest, planned: PlannedEstimate[], conversionId: string,
-  credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits) => Promise<Accepted>;
+  credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits, window?: WaitWindow) => Promise<Accepted>;
 
 /** How long a replay waits for the first request with its key to commit its conversion. */
 const REPLAY_WAIT_MS = 5_000;
@@ -79,7 +79,7 @@ async function admit(ctx: ConversionContext, persist: Persist, p: Principal, req
     conversionId = reserved.conversionId;
   }
   try {
-    return { kind: 'accepted', accepted: await persist(p, req, planned, conversionId, credits, gated, idem, limits) };
+    return { kind: 'accepted', accepted: await persist(p, req, planned, conversionId, credits, gated, idem, limits, from.window) };
   } catch (err) {
     // Nothing of this conversion reached the ledger: give the gate its reservation back. With
     // the database away the insert may have committed all the same: the ledger says, later.

@@ -71,8 +71,12 @@ export interface Accepted {
   capacity: boolean;
   /** Already terminal when accepted (rendered in the request). */
   finished?: boolean;
-  /** The stored rows of a conversion finished when accepted, to answer from without reading them back. */
+  /** The rows as its transaction wrote them (a conversion stored by group commit), to answer
+   *  from without reading them back while they are what the answer shows: a finished render,
+   *  or a conversion answered 202 for `storedReason` at once. */
   snapshot?: { row: ConversionRow; files: FileRow[] };
+  /** The async reason written with the conversion (known before its insert). */
+  storedReason?: AsyncReason;
 }
 
 export interface LifecycleOptions {
@@ -140,6 +144,15 @@ export interface SubmitContext {
   method: string;
   path: string;
   idempotencyKey?: string;
+  /** The request's wait window: a reason to answer 202 that is known before the insert is
+   *  stored with the conversion (no update after it), and the answer built from that row. */
+  window?: WaitWindow;
+}
+
+/** How long the request waits for its conversion, and why not at all (Prefer: respond-async). */
+export interface WaitWindow {
+  seconds: number;
+  reason?: AsyncReason;
 }
 
 export interface Billing {

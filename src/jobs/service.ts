@@ -37,7 +37,7 @@ import { JobRunner } from './runner.js';
 import type { JobRow } from './queue.js';
 import { GroupCommit } from './group-commit.js';
 import type {
-  Accepted, AsyncReason, AuditWatch, Billing, ConversionContext, Idem, LifecycleOptions, PlannedEstimate, SubmitContext, Submitted, Track,
+  Accepted, AsyncReason, AuditWatch, Billing, ConversionContext, Idem, LifecycleOptions, PlannedEstimate, SubmitContext, Submitted, Track, WaitWindow,
 } from './context.js';
 import * as planning from './plan.js';
 import * as admission from './admit.js';
@@ -126,8 +126,8 @@ export class ConversionService {
   /** The insert step of admission (persist.ts), a member so that it is looked up on the service
    *  at each call (the lost-commit tests wrap it). */
   private persist(p: Principal, req: ConvertRequest, planned: PlannedEstimate[], conversionId: string,
-    credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits): Promise<Accepted> {
-    return storing.persist(this.ctx, p, req, planned, conversionId, credits, gated, idem, limits);
+    credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits, window?: WaitWindow): Promise<Accepted> {
+    return storing.persist(this.ctx, p, req, planned, conversionId, credits, gated, idem, limits, window);
   }
 
   /** Why this conversion cannot be answered synchronously, if it cannot. */

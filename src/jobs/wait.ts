@@ -8,17 +8,24 @@ import { SYNC_MAX_PDF_PAGES, SYNC_MAX_SOURCES, type Accepted, type AsyncReason, 
 const TERMINAL: ReadonlySet<string> = new Set(['completed', 'completed_with_errors', 'failed']);
 
 /** Why this conversion cannot be answered synchronously, if it cannot. */
-export function syncRefusal(a: Accepted): AsyncReason | undefined {
+export function syncRefusal(a: Pick<Accepted, 'sources' | 'pdfPages'>): AsyncReason | undefined {
   if (a.sources > SYNC_MAX_SOURCES) return 'too_many_sources';
   if (a.pdfPages > SYNC_MAX_PDF_PAGES) return 'pages_exceed_sync_limit';
   return undefined;
 }
 
+/** The reason a conversion with these counts is answered 202 without waiting, if it is
+ *  (waitFor decides the same from the same values). */
+export function reasonUpFront(window: { seconds: number; reason?: AsyncReason }, a: Pick<Accepted, 'sources' | 'pdfPages' | 'capacity'>)
+  : AsyncReason | undefined {
+  const why = window.reason ?? syncRefusal(a) ?? (a.capacity ? 'capacity' : undefined);
+  return !why && window.seconds <= 0 ? 'respond_async' : why;
+}
+
 /** Waits up to `seconds` for the conversion; returns the async reason when it is still going. */
 export async function waitFor(ctx: Pick<ConversionContext, 'sql' | 'stopping'>, a: Accepted, seconds: number,
   reason: AsyncReason | undefined): Promise<AsyncReason | undefined> {
-  let why = reason ?? syncRefusal(a) ?? (a.capacity ? 'capacity' : undefined);
-  if (!why && seconds <= 0) why = 'respond_async';
+  let why = reasonUpFront({ seconds, reason }, a);
   // Rendered in the request: done, unless the client asked not to wait (its preference holds).
   if (a.finished && !why) return undefined;
   if (!why) {
@@ -36,7 +43,8 @@ export async function waitFor(ctx: Pick<ConversionContext, 'sql' | 'stopping'>, 
     }
     if (!(await isTerminal(ctx, a.conversionId))) why = 'wait_timeout';
   }
-  if (why) await answered(setAsyncReason(ctx.sql, a.conversionId, why));
+  // A reason known before the insert was written with the conversion.
+  if (why && why !== a.storedReason) await answered(setAsyncReason(ctx.sql, a.conversionId, why));
   return why;
 }
 
