@@ -77,6 +77,8 @@ export interface Accepted {
   snapshot?: { row: ConversionRow; files: FileRow[] };
   /** The async reason written with the conversion (known before its insert). */
   storedReason?: AsyncReason;
+  /** The gate's available balance right after this conversion's reservation (a paid submit). */
+  balance?: number;
 }
 
 export interface LifecycleOptions {

@@ -94,8 +94,9 @@ export function registerConvert(router: Router, deps: Deps): void {
       const snapshot = stored && (reason ? reason === stored.storedReason : stored.finished) ? stored.snapshot : undefined;
       const location = { location: `/v1/conversions/${id}` };
       if (snapshot) {
-        // A conversion that reserved nothing (a render) left the balance as the rate limit read it.
-        const balance = await deps.ledger.balance(p.accountId, snapshot.row.credits_reserved === 0 ? held : undefined);
+        // The balance as the gate answered this request: after its reservation, or, for a
+        // conversion that reserved nothing (a render), as the rate limit read it.
+        const balance = stored!.balance ?? await deps.ledger.balance(p.accountId, snapshot.row.credits_reserved === 0 ? held : undefined);
         sendJson(ctx, reason ? 202 : 200, snapshotJson(snapshot.row, snapshot.files, balance), location);
         return;
       }
