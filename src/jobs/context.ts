@@ -10,7 +10,8 @@ import type { AuditCounts } from '../billing/audit.js';
 import type { Plan, PlanLimits } from '../billing/plans.js';
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
-import type { ConversionRow, FileRow } from '../store/conversions.js';
+import type { ConversionRow, FileRow, NewFile, RolledUp } from '../store/conversions.js';
+import type { Problem } from '../errors.js';
 import type { Executor } from './executor.js';
 import type { GroupCommit } from './group-commit.js';
 
@@ -33,6 +34,16 @@ export interface ConversionContext {
   stopping(): boolean;
 }
 
+/** What a job's run recorded, as its transaction wrote it: the source's row, its outputs and
+ *  the conversion as the roll-up left it. Undefined (no outcome) when this run did not record
+ *  it itself (another process holds the job, the commit's answer was lost, it was aborted). */
+export interface JobOutcome {
+  sourceId: string;
+  conversion: RolledUp;
+  source: { status: 'completed' | 'failed'; pages: number | null; credits: number; error: Problem | null };
+  outputs: NewFile[];
+}
+
 /**
  * What admission and deletion need of the process's job runner (runner.ts): start the jobs just
  * committed, stop those of a deleted conversion. In an acceptor thread it is the process's one
@@ -41,8 +52,9 @@ export interface ConversionContext {
 export interface JobStarter {
   /** The lease owner the process's runner claims jobs as. */
   readonly owner: string;
-  /** Claims and starts these jobs now if there is room; a promise per job started, settled when it ends. */
-  runNow(ids: string[]): Promise<Array<Promise<void>>>;
+  /** Claims and starts these jobs now if there is room; a promise per job started, settled
+   *  when it ends with what it recorded. */
+  runNow(ids: string[]): Promise<Array<Promise<JobOutcome | undefined>>>;
   abortConversion(conversionId: string): void;
 }
 
@@ -65,6 +77,9 @@ export interface Accepted {
   conversionId: string;
   /** Settles when the jobs this process started have ended (other processes may run the rest). */
   done: Promise<void>;
+  /** What those jobs recorded, once they have ended; `jobs` of the conversion in all. */
+  outcomes?: Promise<Array<JobOutcome | undefined>>;
+  jobs?: number;
   pdfPages: number;
   sources: number;
   /** The pool was past its high-water mark: the jobs wait in the table for a free place. */

@@ -136,8 +136,9 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
     return { conversionId, done: Promise.resolve(), pdfPages: 0, sources: sources.length, capacity: false, finished: true };
   }
   const started = capacity ? [] : await ctx.runner.runNow(jobs.map((j) => j.id));
-  const done = Promise.all(started).then(() => undefined);
-  return { conversionId, done, pdfPages, sources: sources.length, capacity, snapshot, storedReason };
+  const outcomes = Promise.all(started);
+  const done = outcomes.then(() => undefined);
+  return { conversionId, done, outcomes, jobs: jobs.length, pdfPages, sources: sources.length, capacity, snapshot, storedReason };
 }
 
 /** Renders small Markdown sources in this thread; undefined when the request is not that. */

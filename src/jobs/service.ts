@@ -37,7 +37,7 @@ import { JobRunner } from './runner.js';
 import type { JobRow } from './queue.js';
 import { GroupCommit } from './group-commit.js';
 import type {
-  Accepted, AsyncReason, AuditWatch, Billing, ConversionContext, Idem, LifecycleOptions, PlannedEstimate, SubmitContext, Submitted, Track, WaitWindow,
+  Accepted, AsyncReason, AuditWatch, Billing, ConversionContext, Idem, LifecycleOptions, PlannedEstimate, SubmitContext, Submitted, Track, WaitWindow, JobOutcome,
 } from './context.js';
 import * as planning from './plan.js';
 import * as admission from './admit.js';
@@ -145,7 +145,7 @@ export class ConversionService {
    * by the job's lease so that only the process that holds the job can finish it. The process
    * that finishes a conversion's last source settles its credits in the same transaction.
    */
-  runJob(job: JobRow, signal: AbortSignal): Promise<void> {
+  runJob(job: JobRow, signal: AbortSignal): Promise<JobOutcome | undefined> {
     return running.runJob(this.ctx, job, signal);
   }
 

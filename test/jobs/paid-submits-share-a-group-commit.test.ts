@@ -196,3 +196,18 @@ t.test('in a shared transaction a taken key or a breaking row refuses its member
   const [usage] = await w.db.sql`select files from monthly_usage where account_id = ${acc}`;
   t.equal(Number(usage!.files), 3, 'the month counts the stored conversions only');
 });
+
+for (const threads of ['1', '2']) {
+  t.test(`a paid conversion that finishes inside the wait is answered as its jobs recorded it, equal to a read (HTTP_THREADS=${threads})`, async (t) => {
+    const w = await startWorld('postgres', { HTTP_THREADS: threads });
+    t.teardown(() => w.close());
+    const res = await w.req('POST', PATH, { json: { htmls: ['<h1>One</h1><p>first</p>', '<h1>Two</h1><p>second</p>'], metadata: { ref: 'two' } } });
+    t.equal(res.status, 200);
+    const answered = await res.json() as Answer['body'] & { files: Array<{ role: string; status: string; content?: string }> };
+    t.equal(answered.status, 'completed');
+    t.equal(answered.files.filter((f) => f.role === 'output').length, 2, 'both sources\' outputs are in the answer');
+    t.match(answered.files.find((f) => f.role === 'output')!.content, /# One/);
+    const read = await (await w.req('GET', `/v1/conversions/${answered.id}`)).json();
+    t.same(answered, read, 'field by field, the charge and the balance included');
+  });
+}

@@ -87,16 +87,19 @@ export function registerConvert(router: Router, deps: Deps): void {
       const id = replayed ? submitted.conversionId : submitted.accepted.conversionId;
       const reason = replayed ? undefined
         : await deps.conversions.waitFor(submitted.accepted, window.seconds, window.reason);
-      // Answered from what its transaction stored, no read back, while that is what the answer
-      // shows: a conversion finished in this request, or one answered 202 at once for the reason
-      // stored with it. A conversion that waited for its jobs is read as they left it.
+      // Answered from what its transactions stored, no read back: a conversion finished in this
+      // request (rendered, or every job run here and recorded), or one answered 202 at once for
+      // the reason stored with it. One whose jobs ran elsewhere, or that is still going after
+      // the wait, is read as it is now.
       const stored = replayed ? undefined : submitted.accepted;
       const snapshot = stored && (reason ? reason === stored.storedReason : stored.finished) ? stored.snapshot : undefined;
       const location = { location: `/v1/conversions/${id}` };
       if (snapshot) {
-        // The balance as the gate answered this request: after its reservation, or, for a
-        // conversion that reserved nothing (a render), as the rate limit read it.
-        const balance = stored!.balance ?? await deps.ledger.balance(p.accountId, snapshot.row.credits_reserved === 0 ? held : undefined);
+        // The balance as the gate answered this request when nothing moved it since: right after
+        // its reservation (answered at once), or, for a conversion that reserved nothing (a
+        // render), as the rate limit read it. A settled conversion reads it again.
+        const balance = reason && stored!.balance !== undefined ? stored!.balance
+          : await deps.ledger.balance(p.accountId, snapshot.row.credits_reserved === 0 ? held : undefined);
         sendJson(ctx, reason ? 202 : 200, snapshotJson(snapshot.row, snapshot.files, balance), location);
         return;
       }
