@@ -3,13 +3,13 @@
 // settled and the webhook event in the outbox, so that the status change, the charge and the event
 // commit together or not at all.
 import type { Sql } from '../store/db.js';
-import { recordSourceOutcome, type ConversionStatus } from '../store/conversions.js';
+import { recordSourceOutcome, type RolledUp } from '../store/conversions.js';
 import { enqueueConversionEvent } from '../webhooks/outbox.js';
 
 export type SourceOutcome = Parameters<typeof recordSourceOutcome>[3];
 
 /**
- * Records `outcome` for source `sourceId` of `conv`; returns the conversion's status after it, or
+ * Records `outcome` for source `sourceId` of `conv`; returns the conversion as it left it, or
  * null when `guard` refused. `settle` runs with the credits charged when the conversion ends.
  */
 export function finishSource(
@@ -19,7 +19,7 @@ export function finishSource(
   outcome: SourceOutcome,
   guard?: (tx: Sql) => Promise<boolean>,
   settle?: (tx: Sql, charged: number) => Promise<void>,
-): Promise<ConversionStatus | null> {
+): Promise<RolledUp | null> {
   return recordSourceOutcome(sql, conv, sourceId, outcome, guard, async (tx, charged) => {
     await settle?.(tx, charged);
     await enqueueConversionEvent(tx, conv.id);

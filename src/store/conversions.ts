@@ -82,7 +82,8 @@ export async function markSourceRunning(sql: Sql, conversionId: string, sourceId
 
 /**
  * Records the outcome of one source (its outputs, or its error) and rolls the conversion up.
- * Returns the conversion's status after the change, or null when `guard` refused the change.
+ * Returns the conversion as the change left it (status, completion time, credits charged), or
+ * null when `guard` refused the change.
  * `onTerminal` runs in the same transaction when this change ends the conversion, with the
  * credits its completed sources cost: the credits are settled with the status that ends it, so
  * no reader ever sees a finished conversion whose credits are still reserved (and, from the jobs,
@@ -95,7 +96,7 @@ export async function recordSourceOutcome(
   outcome: { outputs: NewFile[]; pages: number | null; credits: number } | { error: Problem },
   guard?: (tx: Sql) => Promise<boolean>,
   onTerminal?: (tx: Sql, charged: number) => Promise<void>,
-): Promise<ConversionStatus | null> {
+): Promise<RolledUp | null> {
   return sql.begin(async (tx) => {
     const t = tx as unknown as Sql;
     // A job's outcome counts only while its process still holds the job (see jobs/queue.ts).
@@ -111,16 +112,23 @@ export async function recordSourceOutcome(
       await t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
               where id = ${sourceId}`;
     }
-    const { status, charged } = await rollUp(t, conv.id);
-    if (before && before.completed_at === null && isTerminal(status)) {
-      await onTerminal?.(t, charged);
+    const rolled = await rollUp(t, conv.id);
+    if (before && before.completed_at === null && isTerminal(rolled.status)) {
+      await onTerminal?.(t, rolled.charged);
     }
-    return status;
+    return rolled;
   });
 }
 
+/** A conversion's status, completion time and credits charged, as a roll-up wrote them. */
+export interface RolledUp {
+  status: ConversionStatus;
+  completedAt: Date | null;
+  charged: number;
+}
+
 /** Derives the conversion's status from its sources; sets completed_at when all are done. */
-export async function rollUp(sql: Sql, conversionId: string): Promise<{ status: ConversionStatus; charged: number }> {
+export async function rollUp(sql: Sql, conversionId: string): Promise<RolledUp> {
   const [row] = await sql`
     with s as (
       select count(*) filter (where status = 'completed') as done,
@@ -138,8 +146,8 @@ export async function rollUp(sql: Sql, conversionId: string): Promise<{ status: 
       completed_at = case when s.pending = 0 then coalesce(c.completed_at, now()) else null end,
       credits_charged = s.charged
     from s where c.id = ${conversionId}
-    returning c.status, c.credits_charged`;
-  return { status: row!.status as ConversionStatus, charged: Number(row!.credits_charged) };
+    returning c.status, c.credits_charged, c.completed_at`;
+  return { status: row!.status as ConversionStatus, charged: Number(row!.credits_charged), completedAt: row!.completed_at as Date | null };
 }
 
 export interface ConversionRow {

@@ -1,5 +1,7 @@
 // A cheap submit (an authenticated Markdown render) costs the gate one Redis round trip: the
 // rate limit script, which also reads the balance the answer shows (a render reserves nothing).
+// A paid submit answered at once (202) costs two: the rate limit and the reservation, whose
+// answer is the balance shown (no third call to read it).
 // Counted with MONITOR: commands a client sent (not those a script ran), filtered to this
 // world's own key prefix (other tests share the Redis).
 import t from 'tap';
@@ -40,6 +42,43 @@ t.test('a cheap submit reaches Redis once', async (t) => {
   const ours = commands.filter((c) => !c.includes(`${w.redisPrefix!}marker`));
   t.equal(ours.length, 1, `one command: ${JSON.stringify(ours.map((c) => c.slice(0, 3)))}`);
   t.match(ours[0]![0]!.toLowerCase(), /^evalsha$|^eval$/, 'the one command is a script');
+  monitor.disconnect();
+  client.disconnect();
+  await marker.quit();
+});
+
+t.test('a paid submit answered at once reaches Redis twice: rate limit, reservation', async (t) => {
+  const w = await startWorld('postgres', {}, { redis: true });
+  t.teardown(() => w.close());
+  await w.app.deps.conversions.runner!.stop(0); // no job runs, so none settles in the window
+  const submit = async (n: number): Promise<{ id: string; usage: { credits_reserved: number; credits_remaining: number } }> => {
+    const res = await w.req('POST', '/v1/convert/html?wait=0', { json: { html: `<h1>Paid ${n}</h1>` } });
+    t.equal(res.status, 202);
+    return await res.json() as { id: string; usage: { credits_reserved: number; credits_remaining: number } };
+  };
+  await submit(1); // loads the account into the gate and the scripts into Redis
+
+  const client = new Redis(REDIS_URL);
+  const monitor = await client.monitor();
+  const commands: string[][] = [];
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (/lua/.test(source)) return;
+    if (args.some((a) => a.startsWith(w.redisPrefix!))) commands.push(args);
+  });
+  const marker = new Redis(REDIS_URL);
+  await marker.get(`${w.redisPrefix!}marker`);
+  await until(() => commands.length === 1);
+  commands.length = 0;
+
+  const c = await submit(2);
+  await marker.get(`${w.redisPrefix!}marker`);
+  await until(() => commands.some((x) => x.includes(`${w.redisPrefix!}marker`)));
+  const ours = commands.filter((x) => !x.includes(`${w.redisPrefix!}marker`));
+  t.equal(ours.length, 2, `two commands: ${JSON.stringify(ours.map((x) => x.slice(0, 3)))}`);
+  t.ok(ours.every((x) => /^evalsha$|^eval$/.test(x[0]!.toLowerCase())), 'both are scripts');
+  t.ok(c.usage.credits_reserved > 0, 'it reserved credits');
+  const read = await (await w.req('GET', `/v1/conversions/${c.id}`)).json() as typeof c;
+  t.equal(c.usage.credits_remaining, read.usage.credits_remaining, 'the balance answered is the gate\'s after the reservation');
   monitor.disconnect();
   client.disconnect();
   await marker.quit();
