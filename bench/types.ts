@@ -6,6 +6,8 @@ import type { Tools } from './debian.js';
 export interface Figure {
   value: number;
   unit: string;
+  /** The figure is a difference (a growth, say), which may fall below zero. */
+  signed?: boolean;
 }
 
 export interface Row {

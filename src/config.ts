@@ -1,6 +1,6 @@
 // The service's configuration, read once from environment variables (README lists each one).
 import os from 'node:os';
-import { PLANS, type Plan, type PlanLimits } from './billing/plans.js';
+import { PLANS, type Plan, type PlanLimits } from './plans.js';
 
 /** Limits that replace a plan's defaults, e.g. {"lite": {"concurrency": 4}}. */
 export type PlanOverrides = Partial<Record<Plan, Partial<PlanLimits>>>;
@@ -15,7 +15,7 @@ export interface Config {
   redisUrl?: string;
   /** Prepended to every Redis key of the billing gate (REDIS_PREFIX, default `dp:`). */
   redisPrefix: string;
-  /** Per-plan limit changes over src/billing/plans.ts (PLAN_OVERRIDES, JSON). */
+  /** Per-plan limit changes over src/plans.ts (PLAN_OVERRIDES, JSON). */
   planOverrides: PlanOverrides;
   poolThreads: number;
   /** Event loops serving HTTP on the one port (HTTP_THREADS, default: the cores); one with the

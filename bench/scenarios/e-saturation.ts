@@ -82,7 +82,7 @@ export const saturation: Scenario = {
           atMostRow(S, 'cheap-path probe p99 under flood', { value: probe.p99, unit: 'ms' }, 50, probeNote),
           checkRow(S, 'overflow answered 202 capacity', capacityAnswers > 0, { value: capacityAnswers, unit: 'answers' }, '> 0',
             `${flood.histogram.count} submits at ${rate.toFixed(1)}/s: ${Object.entries(reasons).map(([k, v]) => `${k} ×${v}`).join(', ')}`),
-          checkRow(S, 'RSS flat (2nd-half peak − 1st-half peak)', growthMb <= RSS_GROWTH_LIMIT_MB, { value: growthMb, unit: 'MB' },
+          checkRow(S, 'RSS flat (2nd-half peak − 1st-half peak)', growthMb <= RSS_GROWTH_LIMIT_MB, { value: growthMb, unit: 'MB', signed: true },
             `≤ ${RSS_GROWTH_LIMIT_MB} MB`, `peak ${Math.round(Math.max(first, second) / MB)} MB`),
         ],
         raw: {

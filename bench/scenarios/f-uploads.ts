@@ -49,7 +49,7 @@ export const uploads: Scenario = {
       const rate = completed ? chunkedBytes / 1e6 / seconds : 0;
       return {
         rows: [
-          atMostRow(S, `${Math.round(body.body.length / 1e6)} MB multipart: RSS raise`, { value: raise, unit: 'MB' }, 64,
+          atMostRow(S, `${Math.round(body.body.length / 1e6)} MB multipart: RSS raise`, { value: raise, unit: 'MB', signed: true }, 64,
             `${(body.body.length / 1e6).toFixed(1)} MB body in ${mpSeconds.toFixed(2)} s, answered ${mp.status}${mp.status === 415 ? ' (not a PDF, as sent)' : ''}`),
           atLeastRow(S, `${ctx.quick ? '24 MiB' : '1 GiB'} chunked upload`, { value: rate, unit: 'MB/s' }, 200,
             completed ? `${up.parts} parts of ${up.partSize / MB} MiB, 4 at a time, in ${seconds.toFixed(2)} s; RSS peak ${Math.round(Math.max(...upSamples.map((s) => s.rss)) / MB)} MB`

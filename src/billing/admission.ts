@@ -13,7 +13,7 @@ import { createReadStream } from 'node:fs';
 import { ApiError } from '../errors.js';
 import type { Sql } from '../store/db.js';
 import type { PlanOverrides } from '../config.js';
-import { planLimits, type Plan, type PlanLimits } from './plans.js';
+import { planLimits, type Plan, type PlanLimits } from '../plans.js';
 
 export const IDEMPOTENCY_TTL_S = 24 * 60 * 60;
 export const IDEMPOTENCY_KEY_MAX = 255;

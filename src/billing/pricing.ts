@@ -17,7 +17,7 @@
 //   failed) is charged as OCR at settle (jobs/run-job.ts). `figures: describe` costs nothing
 //   extra, with or without a model.
 
-import type { ConverterKind, ConvertOptions, Count } from '../converters/types.js';
+import type { ConverterKind, ConvertOptions, Count } from '../types.js';
 
 export const CREDITS_PER_PDF_PAGE = 1;
 export const PDF_OCR_EXTRA_PER_PAGE = 2;

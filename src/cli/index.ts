@@ -1,11 +1,11 @@
 // The docpipe command line. Admin commands work against the same store as the server: the
 // Postgres of DATABASE_URL, or the embedded database under DATA_DIR (stop an embedded server
 // first: PGlite takes one process at a time).
-import { KEY_CACHE_S } from '../server/auth.js';
+// May import: every layer below server (store, billing, …; scripts/layers.mjs), never server.
 import { loadConfig } from '../config.js';
 import { openDb, type Db } from '../store/db.js';
 import {
-  createAccount, createKey, getAccount, listAccounts, revokeKey, updateAccount, PLANS, SCOPES, type Plan, type Scope, type Subscription,
+  createAccount, createKey, getAccount, listAccounts, revokeKey, updateAccount, KEY_CACHE_S, PLANS, SCOPES, type Plan, type Scope, type Subscription,
 } from '../store/accounts.js';
 import { grantCredits, readLedger, MAX_GRANT } from '../billing/ledger.js';
 import { parseArgs, need, NotFound, UsageError, type Parsed } from './args.js';

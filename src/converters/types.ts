@@ -6,44 +6,8 @@
 // Failures are thrown as ApiError('invalid_document' | 'input_format_mismatch' | ...) from
 // src/errors.ts; anything else thrown is reported as invalid_document.
 
-export type ConverterKind =
-  | 'pdf'
-  | 'image'
-  | 'word'
-  | 'excel'
-  | 'powerpoint'
-  | 'html'
-  | 'url'
-  | 'text'
-  | 'markdown-html'
-  | 'markdown-text';
-
-export type OutputFormat = 'markdown' | 'text' | 'html' | 'pages';
-
-/** Inclusive page ranges, 1-based; `to: null` means "to the last page". */
-export interface PageRange {
-  from: number;
-  to: number | null;
-}
-
-export interface ConvertOptions {
-  formats: OutputFormat[];
-  /** PDF: which pages to convert; undefined = all. */
-  pages?: PageRange[];
-  quality?: 'fast' | 'standard' | 'max';
-  table_mode?: 'fast' | 'accurate';
-  figures?: 'placeholder' | 'describe';
-  ocr?: boolean;
-  image_mode?: 'ocr' | 'understand';
-  /** PDF and image OCR: the languages of the text (tesseract's ISO 639-2/T codes); English when
-   *  absent. Checked against OCR_LANGUAGES at the edge. */
-  languages?: string[];
-  /** HTML: the address the document came from, to make relative links absolute. */
-  baseUrl?: string;
-  /** HTML and URL: keep the page's main content only (Readability); false: the whole document.
-   *  Absent: false for HTML; the edge sets true for URL conversions (src/server/convert-request.ts). */
-  main_content?: boolean;
-}
+export type { ConverterKind, ConvertOptions, Count, OutputFormat, PageRange } from '../types.js';
+import type { ConverterKind, ConvertOptions, Count } from '../types.js';
 
 /** What the registry knows of a source before converting it. */
 export interface Peek {
@@ -53,16 +17,6 @@ export interface Peek {
   name: string;
   /** The client's or the server's media type, when known. */
   mime?: string;
-}
-
-/** The size of a source in the units its price is counted in (DESIGN.md §3). */
-export interface Count {
-  /** Pages (PDF pages selected, slides, images/frames, Word pages of 3,000 characters,
-   *  Excel sheets, text/HTML: 1). Reported as `pages` in estimates and files. */
-  pages: number;
-  /** The pricing unit of the kind: PDF pages, images, Word pages, slides, non-empty cells,
-   *  bytes (HTML, text, Markdown). */
-  units: number;
 }
 
 export interface ConvertContext {

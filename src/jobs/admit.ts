@@ -6,14 +6,14 @@
 import { isDependencyDown } from '../errors.js';
 import { isRender, ENDPOINTS } from '../converters/registry.js';
 import { Refusal, refusalError, reserveWithRebuild, type IdempotencyClaim } from '../billing/gate.js';
-import type { PlanLimits } from '../billing/plans.js';
+import type { PlanLimits } from '../plans.js';
 import { awaitClaim, checkFileSizes, checkPlanLimits, findClaim, requestFingerprint, IDEMPOTENCY_TTL_S } from '../billing/admission.js';
 import { newId } from '../store/ids.js';
-import type { Principal } from '../server/auth.js';
-import type { ConvertRequest } from '../server/convert-request.js';
+import type { Principal } from '../store/accounts.js';
+import type { ConvertRequest } from '../types.js';
 import { resolveSources } from '../uploads/refs.js';
 import type {
-  Accepted, ConversionContext, Idem, PlannedEstimate, SubmitContext, Submitted, Track,
+  Accepted, ConversionContext, Idem, PlannedEstimate, SubmitContext, Submitted, Track, WaitWindow,
 } from './context.js';
 import { planSources } from './plan.js';
 import { KeyTaken } from './persist.js';
@@ -21,7 +21,7 @@ import { KeyTaken } from './persist.js';
 /** The insert step, persist.ts's persist bound to the context. Admission calls it through the
  *  service (ConversionService's persist member), where a test can wrap it. */
 export type Persist = (p: Principal, req: ConvertRequest, planned: PlannedEstimate[], conversionId: string,
-  credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits) => Promise<Accepted>;
+  credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits, window?: WaitWindow) => Promise<Accepted>;
 
 /** How long a replay waits for the first request with its key to commit its conversion. */
 const REPLAY_WAIT_MS = 5_000;
@@ -72,14 +72,18 @@ async function admit(ctx: ConversionContext, persist: Persist, p: Principal, req
   const credits = planned.reduce((a, s) => a + s.credits, 0);
   const gated = !isRender(req.kind);
   let conversionId = newId('conv');
+  // The gate's balance right after this conversion's reservation, for its answer.
+  let balance: number | undefined;
 
   if (gated) {
     const reserved = await reserve(ctx, p, conversionId, credits, limits, idem);
     if (reserved.kind === 'replay') return reserved;
     conversionId = reserved.conversionId;
+    balance = reserved.balance;
   }
   try {
-    return { kind: 'accepted', accepted: await persist(p, req, planned, conversionId, credits, gated, idem, limits) };
+    const accepted = await persist(p, req, planned, conversionId, credits, gated, idem, limits, from.window);
+    return { kind: 'accepted', accepted: balance === undefined ? accepted : { ...accepted, balance } };
   } catch (err) {
     // Nothing of this conversion reached the ledger: give the gate its reservation back. With
     // the database away the insert may have committed all the same: the ledger says, later.
@@ -94,7 +98,7 @@ async function admit(ctx: ConversionContext, persist: Persist, p: Principal, req
 
 /** The gate's answer for a new conversion id: reserved (under that id) or a replay. */
 async function reserve(ctx: ConversionContext, p: Principal, conversionId: string, credits: number, limits: PlanLimits, idem: Idem | undefined)
-  : Promise<{ kind: 'reserved'; conversionId: string } | { kind: 'replay'; conversionId: string }> {
+  : Promise<{ kind: 'reserved'; conversionId: string; balance: number } | { kind: 'replay'; conversionId: string }> {
   const claim: IdempotencyClaim | undefined = idem && {
     key: `${p.accountId}:${idem.endpoint}:${idem.key}`, fingerprint: idem.fingerprint, ttlSeconds: IDEMPOTENCY_TTL_S,
   };
@@ -111,7 +115,7 @@ async function reserve(ctx: ConversionContext, p: Principal, conversionId: strin
     // own claim still keeps concurrent retries to one conversion.
     r = await reserveWithRebuild(gate, req, ledger.readLedger);
   }
-  if (r.kind === 'reserved') return { kind: 'reserved', conversionId };
+  if (r.kind === 'reserved') return { kind: 'reserved', conversionId, balance: r.balance };
   if (r.kind === 'refused') throw refusalError(r);
   throw new Error(`billing: unexpected reserve answer ${r.kind}`);
 }

@@ -7,10 +7,11 @@ import type { FetchSettings } from '../converters/url.js';
 import type { Gate } from '../billing/gate.js';
 import type { Ledger } from '../billing/ledger.js';
 import type { AuditCounts } from '../billing/audit.js';
-import type { Plan, PlanLimits } from '../billing/plans.js';
+import type { Plan, PlanLimits } from '../plans.js';
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
-import type { ConversionRow, FileRow } from '../store/conversions.js';
+import type { ConversionRow, FileRow, NewFile, RolledUp } from '../store/conversions.js';
+import type { Problem } from '../errors.js';
 import type { Executor } from './executor.js';
 import type { GroupCommit } from './group-commit.js';
 
@@ -33,6 +34,16 @@ export interface ConversionContext {
   stopping(): boolean;
 }
 
+/** What a job's run recorded, as its transaction wrote it: the source's row, its outputs and
+ *  the conversion as the roll-up left it. Undefined (no outcome) when this run did not record
+ *  it itself (another process holds the job, the commit's answer was lost, it was aborted). */
+export interface JobOutcome {
+  sourceId: string;
+  conversion: RolledUp;
+  source: { status: 'completed' | 'failed'; pages: number | null; credits: number; error: Problem | null };
+  outputs: NewFile[];
+}
+
 /**
  * What admission and deletion need of the process's job runner (runner.ts): start the jobs just
  * committed, stop those of a deleted conversion. In an acceptor thread it is the process's one
@@ -41,8 +52,9 @@ export interface ConversionContext {
 export interface JobStarter {
   /** The lease owner the process's runner claims jobs as. */
   readonly owner: string;
-  /** Claims and starts these jobs now if there is room; a promise per job started, settled when it ends. */
-  runNow(ids: string[]): Promise<Array<Promise<void>>>;
+  /** Claims and starts these jobs now if there is room; a promise per job started, settled
+   *  when it ends with what it recorded. */
+  runNow(ids: string[]): Promise<Array<Promise<JobOutcome | undefined>>>;
   abortConversion(conversionId: string): void;
 }
 
@@ -65,14 +77,23 @@ export interface Accepted {
   conversionId: string;
   /** Settles when the jobs this process started have ended (other processes may run the rest). */
   done: Promise<void>;
+  /** What those jobs recorded, once they have ended; `jobs` of the conversion in all. */
+  outcomes?: Promise<Array<JobOutcome | undefined>>;
+  jobs?: number;
   pdfPages: number;
   sources: number;
   /** The pool was past its high-water mark: the jobs wait in the table for a free place. */
   capacity: boolean;
   /** Already terminal when accepted (rendered in the request). */
   finished?: boolean;
-  /** The stored rows of a conversion finished when accepted, to answer from without reading them back. */
+  /** The rows as its transaction wrote them (a conversion stored by group commit), to answer
+   *  from without reading them back while they are what the answer shows: a finished render,
+   *  or a conversion answered 202 for `storedReason` at once. */
   snapshot?: { row: ConversionRow; files: FileRow[] };
+  /** The async reason written with the conversion (known before its insert). */
+  storedReason?: AsyncReason;
+  /** The gate's available balance right after this conversion's reservation (a paid submit). */
+  balance?: number;
 }
 
 export interface LifecycleOptions {
@@ -140,6 +161,15 @@ export interface SubmitContext {
   method: string;
   path: string;
   idempotencyKey?: string;
+  /** The request's wait window: a reason to answer 202 that is known before the insert is
+   *  stored with the conversion (no update after it), and the answer built from that row. */
+  window?: WaitWindow;
+}
+
+/** How long the request waits for its conversion, and why not at all (Prefer: respond-async). */
+export interface WaitWindow {
+  seconds: number;
+  reason?: AsyncReason;
 }
 
 export interface Billing {

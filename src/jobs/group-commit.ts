@@ -1,32 +1,58 @@
-// Group commit for conversions that are finished before they are stored (Markdown renders done in
-// the request). Each one alone would be a transaction of its own that also updates its account's
-// monthly counter row, and that row lock makes every submit of an account wait for the commit
-// before it: the cheap path ran one commit at a time. Here the requests that arrive while a
-// commit is in flight wait together and go in the next one: one transaction inserts all their
-// conversions and files, counts the month once per account, and queues their webhook events.
+// Group commit: the submits that arrive while a commit is in flight wait together and go in the
+// next one. Finished Markdown renders (done in the request) and paid submits (queued, with their
+// jobs) alike: one transaction inserts all their conversions and files, claims their
+// Idempotency-Keys, writes their reservations' ledger rows and their jobs, counts the month once
+// per account and queues the webhook events of the finished ones. Each alone would be a
+// transaction of its own that also updates its account's monthly counter row, and that row lock
+// makes every submit of an account wait for the commit before it: one commit at a time.
 //
-// The monthly allowance stays exact: the counter rows of the batch's accounts are locked (in
-// account order, so two processes' batches never deadlock), each conversion is admitted in
-// arrival order while it fits, and the ones that do not are refused with upload_limit_exceeded
-// without touching the others. A batch that fails as a whole is retried one conversion per
-// transaction, so one bad row cannot fail the requests that happened to share its commit; a
-// batch that failed because the database is away fails as a whole, at once.
+// Round trips of a batch: BEGIN; the counter rows made and locked (with the webhook subscribers
+// of finished conversions, pipelined); the keys claimed, when some member has one; every write
+// pipelined; COMMIT. Statements are issued together (postgres.js sends the queries of a
+// transaction without waiting for the answers of the ones before) and are prepared (db.ts keeps
+// the client's default).
+//
+// What each member is promised is what its own transaction promised:
+// - the monthly allowance stays exact: the counter rows of the batch's accounts are locked (in
+//   account order, so two processes' batches never deadlock), each conversion is admitted in
+//   arrival order while it fits, and the ones that do not are refused with
+//   upload_limit_exceeded without touching the others;
+// - an Idempotency-Key already claimed (by a committed conversion, or by an earlier member of the
+//   batch) refuses that member alone with KeyTaken: the admission answers it as a replay;
+// - a batch that fails as a whole is retried one conversion per transaction, so one bad row
+//   cannot fail the requests that happened to share its commit; a batch that failed because the
+//   database is away fails as a whole, at once (each member then handles a commit that may have
+//   happened, as admit.ts does for its reservation).
 import { ApiError, isDependencyDown } from '../errors.js';
+import { IDEMPOTENCY_TTL_S } from '../billing/admission.js';
 import type { Sql } from '../store/db.js';
-import type { ConversionRow, FileRow, NewFile } from '../store/conversions.js';
+import { isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
 
-/** A conversion in its final state, as it will be stored and answered. */
-export interface FinishedConversion {
+/** Thrown (or a member refused with it) when another request holds the Idempotency-Key. */
+export class KeyTaken extends Error {}
+
+/** A conversion as it will be stored and answered: finished (a render done in the request) or
+ *  queued with its jobs. */
+export interface GroupedConversion {
   row: ConversionRow;
   files: NewFile[];
   /** Source files counted against the month, and the plan's allowance. */
   monthlyFiles: number;
   monthlyLimit: number;
+  /** The Idempotency-Key claimed in the same transaction. */
+  claim?: { endpoint: string; key: string; fingerprint: string };
+  /** Credits the gate reserved for it: its reserve row in the ledger. */
+  reserved?: number;
+  /** One durable job per source to convert, committed with the conversion. */
+  jobs?: Array<{ id: string; sourceId: string }>;
 }
 
+/** The name the renders' callers knew it by. */
+export type FinishedConversion = GroupedConversion;
+
 interface Waiting {
-  item: FinishedConversion;
+  item: GroupedConversion;
   resolve(): void;
   reject(err: unknown): void;
 }
@@ -42,8 +68,13 @@ export class GroupCommit {
 
   constructor(private sql: Sql) {}
 
+  /** Conversions waiting for the next transaction (the one in flight not counted). */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
   /** Stores the conversion; resolves once its transaction committed. */
-  add(item: FinishedConversion): Promise<void> {
+  add(item: GroupedConversion): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
       if (!this.flushing) void this.flush();
@@ -78,7 +109,7 @@ export class GroupCommit {
     }
   }
 
-  private settle(batch: Waiting[], refused: Map<FinishedConversion, ApiError>): void {
+  private settle(batch: Waiting[], refused: Map<GroupedConversion, Error>): void {
     for (const w of batch) {
       const err = refused.get(w.item);
       if (err) w.reject(err);
@@ -86,17 +117,39 @@ export class GroupCommit {
     }
   }
 
-  /** One transaction for the batch; returns the conversions refused by the monthly allowance. */
-  private async commit(items: FinishedConversion[]): Promise<Map<FinishedConversion, ApiError>> {
-    const refused = new Map<FinishedConversion, ApiError>();
+  /** One transaction for the batch; returns the members refused (allowance, key taken). */
+  private async commit(items: GroupedConversion[]): Promise<Map<GroupedConversion, Error>> {
+    const refused = new Map<GroupedConversion, Error>();
     await this.sql.begin(async (tx) => {
       const t = tx as unknown as Sql;
-      const admitted = await admitMonthly(t, items, refused);
+      const [counters, listening] = await Promise.all([lockCounters(t, items), subscribers(t, items)]);
+      let admitted = admitMonthly(counters, items, refused);
+      admitted = await claimKeys(t, admitted, refused);
       if (admitted.length === 0) return;
-      await t`insert into conversions ${t(admitted.map((c) => conversionValues(t, c.row)))}`;
       const files = admitted.flatMap((c) => c.files.map((f) => fileValues(t, c.row, f)));
-      if (files.length > 0) await t`insert into files ${t(files)}`;
-      await queueEvents(t, admitted);
+      const reserves = admitted.filter((c) => c.reserved !== undefined);
+      const jobs = admitted.flatMap((c) => (c.jobs ?? []).map((j) => ({
+        id: j.id, conversion_id: c.row.id, source_id: j.sourceId, account_id: c.row.account_id,
+      })));
+      const added = new Map<string, number>();
+      for (const c of admitted) added.set(c.row.account_id, (added.get(c.row.account_id) ?? 0) + c.monthlyFiles);
+      // Issued together: one round trip for all the writes. A query is sent when it is first
+      // awaited or executed, so each is executed here in the order the server must run them
+      // (the events read the conversions inserted before them).
+      const writes = [
+        t`update monthly_usage m set files = m.files + d.n
+          from unnest(${t.array([...added.keys()])}::text[], ${t.array([...added.values()])}::int[]) as d(a, n)
+          where m.account_id = d.a and m.month = ${t.unsafe(MONTH)}`.execute(),
+        t`insert into conversions ${t(admitted.map((c) => conversionValues(t, c.row)))}`.execute(),
+        files.length > 0 ? t`insert into files ${t(files)}`.execute() : undefined,
+        reserves.length > 0 ? t`insert into ledger (account_id, conversion_id, kind, amount)
+          select a, c, 'reserve', -n from unnest(${t.array(reserves.map((c) => c.row.account_id))}::text[],
+            ${t.array(reserves.map((c) => c.row.id))}::text[], ${t.array(reserves.map((c) => c.reserved!))}::int[]) as r(a, c, n)`.execute() : undefined,
+        jobs.length > 0 ? t`insert into jobs ${t(jobs)}`.execute() : undefined,
+      ];
+      const events = admitted.filter((c) => isTerminal(c.row.status) && listening.has(c.row.account_id))
+        .map((c) => enqueueConversionEvent(t, c.row.id));
+      await Promise.all([...writes, ...events]);
       this.stats.batches++;
       this.stats.conversions += admitted.length;
     });
@@ -106,19 +159,23 @@ export class GroupCommit {
 
 const MONTH = 'date_trunc(\'month\', now() at time zone \'utc\')::date';
 
-/** Locks the accounts' counter rows, admits conversions in order while they fit, counts them. */
-async function admitMonthly(t: Sql, items: FinishedConversion[], refused: Map<FinishedConversion, ApiError>)
-  : Promise<FinishedConversion[]> {
+/** Makes and locks the batch's accounts' counter rows (in account order); their files so far. */
+async function lockCounters(t: Sql, items: GroupedConversion[]): Promise<Map<string, number>> {
   const accounts = [...new Set(items.map((c) => c.row.account_id))].sort();
-  await t`insert into monthly_usage (account_id, month, files)
-          select a, ${t.unsafe(MONTH)}, 0 from unnest(${t.array(accounts)}::text[]) as a
-          order by a on conflict (account_id, month) do nothing`;
-  const rows = await t`select account_id, files from monthly_usage
-                       where account_id = any(${t.array(accounts)}::text[]) and month = ${t.unsafe(MONTH)}
-                       order by account_id for update`;
-  const used = new Map(rows.map((r) => [r.account_id as string, Number(r.files)]));
-  const admitted: FinishedConversion[] = [];
-  const added = new Map<string, number>();
+  const [, rows] = await Promise.all([
+    t`insert into monthly_usage (account_id, month, files)
+      select a, ${t.unsafe(MONTH)}, 0 from unnest(${t.array(accounts)}::text[]) as a
+      order by a on conflict (account_id, month) do nothing`,
+    t`select account_id, files from monthly_usage
+      where account_id = any(${t.array(accounts)}::text[]) and month = ${t.unsafe(MONTH)}
+      order by account_id for update`,
+  ]);
+  return new Map(rows.map((r) => [r.account_id as string, Number(r.files)]));
+}
+
+/** Admits conversions in arrival order while they fit the month (counted by the caller). */
+function admitMonthly(used: Map<string, number>, items: GroupedConversion[], refused: Map<GroupedConversion, Error>): GroupedConversion[] {
+  const admitted: GroupedConversion[] = [];
   for (const c of items) {
     const account = c.row.account_id;
     const before = used.get(account) ?? 0;
@@ -128,13 +185,52 @@ async function admitMonthly(t: Sql, items: FinishedConversion[], refused: Map<Fi
       continue;
     }
     used.set(account, before + c.monthlyFiles);
-    added.set(account, (added.get(account) ?? 0) + c.monthlyFiles);
     admitted.push(c);
   }
-  for (const [account, n] of added) {
-    await t`update monthly_usage set files = files + ${n} where account_id = ${account} and month = ${t.unsafe(MONTH)}`;
-  }
   return admitted;
+}
+
+/**
+ * Claims the members' Idempotency-Keys in one statement (in key order: two batches claiming the
+ * same keys wait for each other instead of deadlocking). A key held by a live claim, or by an
+ * earlier member of this batch, refuses its member with KeyTaken; a claim past its lifetime is
+ * taken over, as claimKey does. The allowance such a member was counted in is not given to
+ * another member of the batch (it can only refuse more, never admit too many).
+ */
+async function claimKeys(t: Sql, items: GroupedConversion[], refused: Map<GroupedConversion, Error>): Promise<GroupedConversion[]> {
+  const keyOf = (c: GroupedConversion): string => `${c.row.account_id}\n${c.claim!.endpoint}\n${c.claim!.key}`;
+  const first = new Map<string, GroupedConversion>();
+  for (const c of items) {
+    if (!c.claim) continue;
+    if (first.has(keyOf(c))) refused.set(c, new KeyTaken());
+    else first.set(keyOf(c), c);
+  }
+  if (first.size === 0) return items.filter((c) => !refused.has(c));
+  const claiming = [...first.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, c]) => c);
+  const won = await t`
+    insert into idempotency_keys (account_id, endpoint, key, fingerprint, conversion_id)
+    select * from unnest(${t.array(claiming.map((c) => c.row.account_id))}::text[], ${t.array(claiming.map((c) => c.claim!.endpoint))}::text[],
+      ${t.array(claiming.map((c) => c.claim!.key))}::text[], ${t.array(claiming.map((c) => c.claim!.fingerprint))}::text[],
+      ${t.array(claiming.map((c) => c.row.id))}::text[])
+    on conflict (account_id, endpoint, key) do update
+      set fingerprint = excluded.fingerprint, conversion_id = excluded.conversion_id, created_at = now()
+      where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_S})
+    returning conversion_id`;
+  const ids = new Set(won.map((r) => r.conversion_id as string));
+  for (const c of claiming) if (!ids.has(c.row.id)) refused.set(c, new KeyTaken());
+  return items.filter((c) => !refused.has(c));
+}
+
+/** The accounts of the batch's finished conversions that subscribe to their outcome. */
+async function subscribers(t: Sql, items: GroupedConversion[]): Promise<Set<string>> {
+  const finished = items.filter((c) => isTerminal(c.row.status));
+  if (finished.length === 0) return new Set();
+  const accounts = [...new Set(finished.map((c) => c.row.account_id))];
+  const types = [...new Set(finished.map((c) => eventTypeOf(c.row.status)))];
+  const rows = await t`select distinct account_id from webhook_endpoints
+    where account_id = any(${t.array(accounts)}::text[]) and status = 'enabled'
+      and event_types && ${t.array(types)}::text[]`;
+  return new Set(rows.map((r) => r.account_id as string));
 }
 
 function conversionValues(t: Sql, r: ConversionRow): Record<string, unknown> {
@@ -154,19 +250,8 @@ function fileValues(t: Sql, r: ConversionRow, f: NewFile): Record<string, unknow
     format: f.format ?? null, variant: f.variant ?? null, bytes: f.bytes, pages: f.pages ?? null,
     credits: f.credits ?? null, content: f.content ?? null, blob: f.blob ?? null,
     error: f.error ? t.json(f.error as never) : null, expires_at: r.expires_at,
+    fetched_from: f.fetched?.url ?? null, fetched_kind: f.fetched?.kind ?? null,
   };
-}
-
-/** Webhook events for the conversions of accounts that subscribe to their outcome. */
-async function queueEvents(t: Sql, admitted: FinishedConversion[]): Promise<void> {
-  const accounts = [...new Set(admitted.map((c) => c.row.account_id))];
-  const types = [...new Set(admitted.map((c) => eventTypeOf(c.row.status)))];
-  const listening = await t`select distinct account_id from webhook_endpoints
-    where account_id = any(${t.array(accounts)}::text[]) and status = 'enabled'
-      and event_types && ${t.array(types)}::text[]`;
-  if (listening.length === 0) return;
-  const subscribed = new Set(listening.map((r) => r.account_id as string));
-  for (const c of admitted) if (subscribed.has(c.row.account_id)) await enqueueConversionEvent(t, c.row.id);
 }
 
 /** The files as the API's read of them would return them, for answering without a query. */

@@ -7,17 +7,22 @@
 // - run-job.ts       one durable job: convert, record the outcome under the lease, settle
 // - outputs.ts       the output rows of a converted source
 // - settle.ts        charge and release credits, tell the gate, the mending sweep
-// - wait.ts          the sync limits and the wait window
+// - wait.ts          the sync limits, the wait window, the answer built from what the jobs recorded
 // - remove.ts        deleting a conversion
 // - queue.ts         the jobs table: claims, leases, hand-backs
 // - runner.ts        JobRunner: the per-process loop that runs claimed jobs
 // - executor.ts      Executor: where a conversion runs; InlineExecutor in this thread
-// - group-commit.ts  GroupCommit: finished renders stored many per transaction
+// - group-commit.ts  GroupCommit: submits arriving together stored in one transaction (renders
+//                    finished, paid submits queued with their jobs, reservations and key claims)
+// - finish.ts        a source's outcome recorded; the charge and webhook event of a conversion it ends
+// May import: uploads, webhooks, billing, converters, store, net and the bottom (types, plans,
+// config, errors, log); never pool, server or cli (scripts/layers.mjs).
 export {
   ConversionService, recording, kindOfEndpoint, PENDING_GRACE_MS, SYNC_MAX_SOURCES, SYNC_MAX_PDF_PAGES,
   type Accepted, type AsyncReason, type Billing, type LifecycleOptions, type SubmitContext, type Submitted, type Track,
 } from './service.js';
 export { JobRunner, type JobHandler } from './runner.js';
 export { InlineExecutor, type Executor, type Task } from './executor.js';
-export { GroupCommit, type FinishedConversion } from './group-commit.js';
+export { GroupCommit, KeyTaken, type FinishedConversion, type GroupedConversion } from './group-commit.js';
+export type { JobOutcome, WaitWindow } from './context.js';
 export { LEASE_S, MAX_ATTEMPTS, type JobRow } from './queue.js';

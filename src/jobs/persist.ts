@@ -2,35 +2,41 @@
 // pending/, then one transaction with the conversion, its files, the Postgres idempotency claim,
 // the month's file count, the reservation's ledger row and one durable job per source; the blobs
 // are placed after the commit and this process starts the jobs it has room for. Small Markdown
-// renders are rendered before the insert and stored finished (by group commit when there is no
-// key to claim), with no job at all.
+// renders are rendered before the insert and stored finished, with no job at all.
+//
+// That transaction is the group commit's (group-commit.ts), shared with the submits committing
+// at the same moment; only a conversion with a source that failed at admission (a URL that did
+// not fetch, a file of the wrong type), settled in its insert, has a transaction of its own. A
+// reason to answer 202 known before the insert is written with the row, and the rows as written
+// are handed to the answer (Accepted.snapshot): nothing is read back after the commit.
 import { readFile } from 'node:fs/promises';
 import { fileProblem, isDependencyDown } from '../errors.js';
 import { isRender, ENDPOINTS, type RunResult } from '../converters/registry.js';
 import { recordReservation, settleRows, type Settlement } from '../billing/ledger.js';
-import type { PlanLimits } from '../billing/plans.js';
+import type { PlanLimits } from '../plans.js';
 import { claimKey, countMonthlyFiles } from '../billing/admission.js';
 import type { Sql } from '../store/db.js';
 import type { Pending } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
-import { insertConversion, finishSource, type NewFile, type ConversionRow } from '../store/conversions.js';
-import type { Principal } from '../server/auth.js';
-import type { ConvertRequest } from '../server/convert-request.js';
-import { fileRowsOf } from './group-commit.js';
+import { insertConversion, type NewFile, type ConversionRow } from '../store/conversions.js';
+import { finishSource } from './finish.js';
+import type { Principal } from '../store/accounts.js';
+import type { ConvertRequest } from '../types.js';
+import { fileRowsOf, KeyTaken } from './group-commit.js';
 import {
   INLINE_RENDER_BYTES, RETENTION_MS, SYNC_MAX_SOURCES, renderableInline,
-  type Accepted, type ConversionContext, type Idem, type PlannedEstimate, type PlannedSource,
+  type Accepted, type AsyncReason, type ConversionContext, type Idem, type PlannedEstimate, type PlannedSource, type WaitWindow,
 } from './context.js';
+import { reasonUpFront } from './wait.js';
 import { outputFiles } from './outputs.js';
 import { tellGate } from './settle.js';
 
-/** Thrown inside the insert transaction to roll it back when another request holds the key. */
-export class KeyTaken extends Error {}
+export { KeyTaken };
 
 /** Stores a conversion admitted under `conversionId` (its reservation, if `gated`, already made) and
  *  starts its jobs; KeyTaken when another request committed the Idempotency-Key first. */
 export async function persist(ctx: ConversionContext, p: Principal, req: ConvertRequest, planned: PlannedEstimate[], conversionId: string,
-  credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits): Promise<Accepted> {
+  credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits, window?: WaitWindow): Promise<Accepted> {
   const createdAt = new Date();
   const expiresAt = req.store ? null : new Date(createdAt.getTime() + RETENTION_MS);
   // Small Markdown renders are pure and fast: they are rendered before the insert and stored
@@ -51,6 +57,15 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
   // convert: it gets no job.
   const jobs = sources.flatMap((s) => (s.failure ? [] : [{ id: newId('job'), sourceId: s.id }]));
   const conv = { id: conversionId, accountId: p.accountId, expiresAt };
+  // A conversion with a failed source is settled in its insert, in a transaction of its own;
+  // every other one joins the group commit.
+  const grouped = !sources.some((s) => s.failure);
+  // PDF pages sent, or fetched from a URL, count towards the sync limit alike.
+  const pdfPages = sources.reduce((a, s) => a + (!s.failure && (s.fetched?.kind ?? req.kind) === 'pdf' ? s.count.pages : 0), 0);
+  // The pool is past its high-water mark: the jobs wait in the table for a free place.
+  const capacity = !rendered && !isRender(req.kind) && ctx.executor.saturated?.() === true;
+  const storedReason: AsyncReason | undefined = grouped && window
+    ? reasonUpFront(window, { sources: sources.length, pdfPages, capacity }) : undefined;
   const outputs: NewFile[][] = [];
   // The blobs wait in pending/ until the rows are committed (see store/blobs.ts).
   const staged: Pending[] = [];
@@ -73,11 +88,17 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
         staged.push(...out.staged);
       }
     }
-    // Without an Idempotency-Key to claim, a finished render joins the next group commit.
-    if (rendered && !idem) {
-      const finished = finishedRender(p.accountId, conversionId, req, createdAt, expiresAt, sources, rendered, outputs);
-      await ctx.group.add({ ...finished, monthlyFiles: sources.length, monthlyLimit: limits.filesPerMonth });
-      snapshot = { row: finished.row, files: fileRowsOf(finished.row, finished.files) };
+    if (grouped) {
+      const item = rendered
+        ? finishedRender(p.accountId, conversionId, req, createdAt, expiresAt, sources, rendered, outputs, storedReason)
+        : queuedConversion(p.accountId, conversionId, req, createdAt, expiresAt, sources, gated ? credits : 0, storedReason);
+      await ctx.group.add({
+        ...item, monthlyFiles: sources.length, monthlyLimit: limits.filesPerMonth,
+        claim: idem && { endpoint: idem.endpoint, key: idem.key, fingerprint: idem.fingerprint },
+        reserved: gated ? credits : undefined,
+        jobs: rendered ? undefined : jobs,
+      });
+      snapshot = { row: item.row, files: fileRowsOf(item.row, item.files) };
     } else await ctx.sql.begin(async (tx) => {
       const t = tx as unknown as Sql;
       if (idem && !await claimKey(t, { accountId: p.accountId, ...idem, conversionId })) throw new KeyTaken();
@@ -95,12 +116,6 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
       for (const s of sources) {
         if (s.failure) await finishSource(joined, conv, s.id, { error: fileProblem(s.failure, `/v1/conversions/${conversionId}`, conversionId) }, undefined, settle);
       }
-      if (rendered) {
-        for (let i = 0; i < sources.length; i++) {
-          await finishSource(joined, conv, sources[i]!.id, { outputs: outputs[i]!, pages: rendered[i]!.pageCount, credits: 0 });
-        }
-        return;
-      }
       // One durable job per source, committed with the conversion: if this process dies now,
       // another one finds the jobs and runs them.
       if (jobs.length === 0) return;
@@ -115,18 +130,16 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
     throw err;
   }
   await ctx.blobs.place(staged);
-  // PDF pages sent, or fetched from a URL, count towards the sync limit alike.
-  const pdfPagesOf = (): number => sources.reduce((a, s) => a + ((s.fetched?.kind ?? req.kind) === 'pdf' ? s.count.pages : 0), 0);
-  if (rendered) return { conversionId, done: Promise.resolve(), pdfPages: pdfPagesOf(), sources: sources.length, capacity: false, finished: true, snapshot };
+  if (rendered) return { conversionId, done: Promise.resolve(), pdfPages, sources: sources.length, capacity: false, finished: true, snapshot, storedReason };
   if (jobs.length === 0) {
     // Every URL failed to fetch: the conversion ended failed (and settled) in its insert.
     if (settled) await tellGate(ctx, p.accountId, conversionId, settled);
     return { conversionId, done: Promise.resolve(), pdfPages: 0, sources: sources.length, capacity: false, finished: true };
   }
-  const capacity = !isRender(req.kind) && ctx.executor.saturated?.() === true;
   const started = capacity ? [] : await ctx.runner.runNow(jobs.map((j) => j.id));
-  const done = Promise.all(started).then(() => undefined);
-  return { conversionId, done, pdfPages: pdfPagesOf(), sources: sources.length, capacity };
+  const outcomes = Promise.all(started);
+  const done = outcomes.then(() => undefined);
+  return { conversionId, done, outcomes, jobs: jobs.length, pdfPages, sources: sources.length, capacity, snapshot, storedReason };
 }
 
 /** Renders small Markdown sources in this thread; undefined when the request is not that. */
@@ -148,9 +161,10 @@ async function renderNow(ctx: Pick<ConversionContext, 'inline'>, req: ConvertReq
 
 /** The rows of a render conversion whose every source was rendered in the request. */
 function finishedRender(accountId: string, id: string, req: ConvertRequest, createdAt: Date, expiresAt: Date | null,
-  sources: PlannedSource[], rendered: RunResult[], outputs: NewFile[][]): { row: ConversionRow; files: NewFile[] } {
+  sources: PlannedSource[], rendered: RunResult[], outputs: NewFile[][], asyncReason: AsyncReason | undefined): { row: ConversionRow; files: NewFile[] } {
   const row: ConversionRow = {
-    id, account_id: accountId, name: conversionName(req, sources), endpoint: ENDPOINTS[req.kind], operation: 'render', status: 'completed', async_reason: null,
+    id, account_id: accountId, name: conversionName(req, sources), endpoint: ENDPOINTS[req.kind], operation: 'render', status: 'completed',
+    async_reason: asyncReason ?? null,
     options: { ...req.options }, metadata: req.metadata ?? null, store: req.store, credits_reserved: 0, credits_charged: 0,
     created_at: createdAt, completed_at: new Date(), expires_at: expiresAt,
   };
@@ -158,6 +172,22 @@ function finishedRender(accountId: string, id: string, req: ConvertRequest, crea
     id: s.id, position: i * 8, role: 'source' as const, name: s.name, mime: s.mime, status: 'completed' as const,
     bytes: s.bytes, pages: rendered[i]!.pageCount, credits: 0, blob: s.blob, content: s.content,
   }, ...outputs[i]!]);
+  return { row, files };
+}
+
+/** The rows of a conversion stored queued, one job per source to come. */
+function queuedConversion(accountId: string, id: string, req: ConvertRequest, createdAt: Date, expiresAt: Date | null,
+  sources: PlannedSource[], reserved: number, asyncReason: AsyncReason | undefined): { row: ConversionRow; files: NewFile[] } {
+  const row: ConversionRow = {
+    id, account_id: accountId, name: conversionName(req, sources), endpoint: ENDPOINTS[req.kind],
+    operation: isRender(req.kind) ? 'render' : 'parse', status: 'queued', async_reason: asyncReason ?? null,
+    options: { ...req.options }, metadata: req.metadata ?? null, store: req.store, credits_reserved: reserved, credits_charged: 0,
+    created_at: createdAt, completed_at: null, expires_at: expiresAt,
+  };
+  const files: NewFile[] = sources.map((s, i) => ({
+    id: s.id, position: i * 8, role: 'source' as const, name: s.name, mime: s.mime, status: 'queued' as const, bytes: s.bytes,
+    pages: s.count.pages, credits: s.credits, blob: s.blob, content: s.content, fetched: s.fetched,
+  }));
   return { row, files };
 }
 

@@ -14,7 +14,7 @@ import type { Converter, ConvertOptions, Count } from '../converters/types.js';
 import { fetchDocument, readUrl } from '../converters/url.js';
 import { countTask } from './executor.js';
 import { priceSource } from '../billing/pricing.js';
-import type { ConvertRequest, StagedSource } from '../server/convert-request.js';
+import type { ConvertRequest, StagedSource } from '../types.js';
 import type { ConversionContext, PlannedEstimate, Track } from './context.js';
 
 /** What planning reads of the service. */

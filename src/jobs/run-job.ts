@@ -10,10 +10,13 @@ import { priceSource } from '../billing/pricing.js';
 import { settleRows, type Settlement } from '../billing/ledger.js';
 import { answered, type Sql } from '../store/db.js';
 import type { Pending } from '../store/blobs.js';
-import { markSourceRunning, finishSource, type ConversionStatus } from '../store/conversions.js';
-import type { ConvertRequest } from '../server/convert-request.js';
+import { markSourceRunning, type ConversionStatus, type RolledUp } from '../store/conversions.js';
+import { finishSource } from './finish.js';
+import type { ConvertRequest } from '../types.js';
 import { completeJob, handBack, recordedStatus, setProgress, LEASE_S, MAX_ATTEMPTS, type JobRow } from './queue.js';
-import { INLINE_RENDER_BYTES, renderableInline, type ConversionContext, type FetchedSource, type PlannedSource } from './context.js';
+import {
+  INLINE_RENDER_BYTES, renderableInline, type ConversionContext, type FetchedSource, type JobOutcome, type PlannedSource,
+} from './context.js';
 import { outputFiles } from './outputs.js';
 import { tellGate } from './settle.js';
 
@@ -23,15 +26,17 @@ const PROGRESS_EVERY_MS = 500;
  * Runs one durable job in this process: converts its source and records the outcome, guarded
  * by the job's lease so that only the process that holds the job can finish it. The process
  * that finishes a conversion's last source settles its credits in the same transaction.
+ * Resolves with what it recorded (for the request waiting to answer from it), when this run
+ * recorded it.
  */
-export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortSignal): Promise<void> {
+export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortSignal): Promise<JobOutcome | undefined> {
   // Each query has a deadline (see queue.ts): a query that never settles must not hold this
   // runner place for good.
   const [c] = await answered(ctx.sql`
     select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, f.fetched_from, f.fetched_kind,
            c.id, c.account_id, coalesce(c.endpoint, c.name) as endpoint, c.options, c.operation, c.expires_at
     from files f join conversions c on c.id = f.conversion_id where f.id = ${job.source_id}`);
-  if (!c) return; // deleted under us: the job row went with it
+  if (!c) return undefined; // deleted under us: the job row went with it
   const kind = kindOfEndpoint(c.endpoint as string)!;
   const conv = { id: c.id as string, accountId: c.account_id as string, expiresAt: c.expires_at as Date | null };
   const guard = (tx: Sql): Promise<boolean> => completeJob(tx, ctx.runner.owner, job.id);
@@ -50,14 +55,18 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
   const settle = c.operation === 'render' ? undefined
     : async (tx: Sql, charged: number): Promise<void> => { settled = await settleRows(tx, conv.accountId, conv.id, charged); };
   // Retried while the database is away. A retry that finds the job already done by this process
-  // follows a commit whose answer was lost: the outcome is recorded, its outputs must stay.
+  // follows a commit whose answer was lost: the outcome is recorded, its outputs must stay (what
+  // the roll-up wrote is not known then: no outcome is handed back).
   let tries = 0;
+  let rolled: RolledUp | undefined;
   const record = (outcome: Parameters<typeof finishSource>[3]): Promise<ConversionStatus | null> => recording(signal, async () => {
     const retry = tries++ > 0;
     const recorded = await answered(finishSource(ctx.sql, conv, source.id, outcome, guard, settle));
-    return recorded === null && retry ? recordedStatus(ctx.sql, ctx.runner.owner, job.id) : recorded;
+    if (recorded) rolled = recorded;
+    return recorded === null && retry ? recordedStatus(ctx.sql, ctx.runner.owner, job.id) : recorded?.status ?? null;
   });
   let status: ConversionStatus | null;
+  let recordedOutcome: Omit<JobOutcome, 'conversion'> | undefined;
   let converting = false;
   let staged: Pending[] = [];
   // The source waits in pending/ for a moment after its commit (or, after a crash there, until
@@ -95,24 +104,28 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
     staged = out.staged;
     const credits = chargeFor(kind, fetched?.kind, result, options, source.credits);
     status = await record({ outputs: out.files, pages: result.pageCount, credits });
+    recordedOutcome = { sourceId: source.id, source: { status: 'completed', pages: result.pageCount, credits, error: null }, outputs: out.files };
   } catch (err) {
     if (!converting && isDependencyDown(err)) {
       // The database failed, not the document: the job goes back to the queue for another try
       // (not counted as an attempt), or, while the database is still away, its lease runs out.
       // Staged outputs stay for the pending sweep: the commit may have happened.
       await handBack(ctx.sql, ctx.runner.owner, [job.id]).catch(() => {});
-      return;
+      return undefined;
     }
     await ctx.blobs.discard(staged);
     staged = [];
     const problem = fileProblem(err, `/v1/conversions/${conv.id}`, conv.id);
+    rolled = undefined;
     status = await record({ error: problem }).catch(() => null);
+    recordedOutcome = { sourceId: source.id, source: { status: 'failed', pages: null, credits: 0, error: problem }, outputs: [] };
   }
   // Recorded: the outputs go in place. Refused by the guard (another process holds the job now):
   // this run's copies go.
   if (status) await ctx.blobs.place(staged).catch((err: unknown) => ctx.billing.onError?.(err, `placing outputs of ${conv.id}`));
   else await ctx.blobs.discard(staged);
   if (settled) await tellGate(ctx, conv.accountId, conv.id, settled);
+  return status && rolled && recordedOutcome ? { ...recordedOutcome, conversion: rolled } : undefined;
 }
 
 /**

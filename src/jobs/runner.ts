@@ -6,8 +6,9 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Sql } from '../store/db.js';
 import { claimByIds, claimNext, handBack, renew, LEASE_S, type JobRow } from './queue.js';
+import type { JobOutcome } from './context.js';
 
-export type JobHandler = (job: JobRow, signal: AbortSignal) => Promise<void>;
+export type JobHandler = (job: JobRow, signal: AbortSignal) => Promise<JobOutcome | undefined>;
 
 export interface RunnerOptions {
   /** Jobs this process runs at once (the pool's threads plus a small queue). */
@@ -19,7 +20,7 @@ export interface RunnerOptions {
 interface Running {
   job: JobRow;
   ctrl: AbortController;
-  done: Promise<void>;
+  done: Promise<JobOutcome | undefined>;
 }
 
 export class JobRunner {
@@ -47,12 +48,12 @@ export class JobRunner {
   }
 
   /** Claims and starts jobs this process has just created; returns those it got. */
-  async runNow(ids: string[]): Promise<Array<Promise<void>>> {
+  async runNow(ids: string[]): Promise<Array<Promise<JobOutcome | undefined>>> {
     return (await this.claimNow(ids)).map((s) => s.done);
   }
 
   /** runNow, saying which job each promise is of. */
-  async claimNow(ids: string[]): Promise<Array<{ id: string; done: Promise<void> }>> {
+  async claimNow(ids: string[]): Promise<Array<{ id: string; done: Promise<JobOutcome | undefined> }>> {
     if (this.stopping) return [];
     const jobs = await claimByIds(this.sql, this.owner, ids);
     return jobs.map((j) => ({ id: j.id, done: this.start1(j) }));
@@ -63,10 +64,10 @@ export class JobRunner {
     for (const r of this.running.values()) if (r.job.conversion_id === conversionId) r.ctrl.abort();
   }
 
-  private start1(job: JobRow): Promise<void> {
+  private start1(job: JobRow): Promise<JobOutcome | undefined> {
     const ctrl = new AbortController();
     const done = this.handler(job, ctrl.signal)
-      .catch(() => {})
+      .catch(() => undefined)
       .finally(() => {
         this.running.delete(job.id);
         // A backlog drains at the pace jobs finish, not one poll interval per batch.

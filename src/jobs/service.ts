@@ -28,16 +28,16 @@
 // (index.ts lists them), given the service's context (context.ts).
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
-import type { ConvertRequest } from '../server/convert-request.js';
-import type { Principal } from '../server/auth.js';
-import type { PlanLimits } from '../billing/plans.js';
+import type { ConvertRequest } from '../types.js';
+import type { Principal } from '../store/accounts.js';
+import type { PlanLimits } from '../plans.js';
 import { GateAudit } from '../billing/audit.js';
 import type { Executor } from './executor.js';
 import { JobRunner } from './runner.js';
 import type { JobRow } from './queue.js';
 import { GroupCommit } from './group-commit.js';
 import type {
-  Accepted, AsyncReason, AuditWatch, Billing, ConversionContext, Idem, LifecycleOptions, PlannedEstimate, SubmitContext, Submitted, Track,
+  Accepted, AsyncReason, AuditWatch, Billing, ConversionContext, Idem, LifecycleOptions, PlannedEstimate, SubmitContext, Submitted, Track, WaitWindow, JobOutcome,
 } from './context.js';
 import * as planning from './plan.js';
 import * as admission from './admit.js';
@@ -126,8 +126,8 @@ export class ConversionService {
   /** The insert step of admission (persist.ts), a member so that it is looked up on the service
    *  at each call (the lost-commit tests wrap it). */
   private persist(p: Principal, req: ConvertRequest, planned: PlannedEstimate[], conversionId: string,
-    credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits): Promise<Accepted> {
-    return storing.persist(this.ctx, p, req, planned, conversionId, credits, gated, idem, limits);
+    credits: number, gated: boolean, idem: Idem | undefined, limits: PlanLimits, window?: WaitWindow): Promise<Accepted> {
+    return storing.persist(this.ctx, p, req, planned, conversionId, credits, gated, idem, limits, window);
   }
 
   /** Why this conversion cannot be answered synchronously, if it cannot. */
@@ -145,7 +145,7 @@ export class ConversionService {
    * by the job's lease so that only the process that holds the job can finish it. The process
    * that finishes a conversion's last source settles its credits in the same transaction.
    */
-  runJob(job: JobRow, signal: AbortSignal): Promise<void> {
+  runJob(job: JobRow, signal: AbortSignal): Promise<JobOutcome | undefined> {
     return running.runJob(this.ctx, job, signal);
   }
 

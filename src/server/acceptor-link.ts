@@ -18,7 +18,7 @@ import { reviveError, serializeError, type SerializedError } from '../errors.js'
 import type { Count } from '../converters/types.js';
 import type { RunResult } from '../converters/registry.js';
 import { countTask, type Executor, type Task } from '../jobs/executor.js';
-import type { AuditWatch, JobStarter } from '../jobs/context.js';
+import type { AuditWatch, JobOutcome, JobStarter } from '../jobs/context.js';
 import type { AuditCounts } from '../billing/audit.js';
 import type { Gate } from '../billing/gate.js';
 import type { JobRunner } from '../jobs/runner.js';
@@ -38,7 +38,7 @@ type Note = { op: 'abort'; conversionId: string } | { op: 'watch'; accountId: st
 type Down =
   | { ev: 'reply'; id: number; ok: true; value: unknown }
   | { ev: 'reply'; id: number; ok: false; error: SerializedError }
-  | { ev: 'jobDone'; id: string }
+  | { ev: 'jobDone'; id: string; outcome?: JobOutcome }
   | { ev: 'collect'; id: number }
   | { ev: 'drain' };
 type Up = (Call & { id: number }) | Note | { ev: 'collected'; id: number; metrics: MetricsJson } | { ev: 'drained' };
@@ -160,9 +160,9 @@ export class AcceptorHub {
       case 'runNow': {
         const started = await this.jobs!.runner.claimNow(m.ids);
         for (const { id, done } of started) {
-          void done.finally(() => {
+          void done.then((outcome) => {
             this.refresh();
-            if (this.ports.has(port)) port.postMessage({ ev: 'jobDone', id } satisfies Down);
+            if (this.ports.has(port)) port.postMessage({ ev: 'jobDone', id, outcome } satisfies Down);
           });
         }
         this.refresh();
@@ -183,7 +183,7 @@ export class AcceptorHub {
 export class AcceptorLink {
   private nextId = 1;
   private readonly calls = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
-  private readonly jobs = new Map<string, () => void>();
+  private readonly jobs = new Map<string, (outcome?: JobOutcome) => void>();
   private readonly pool: Int32Array;
   /** Set by the acceptor: its metrics, and what it does when asked to drain. */
   collect: () => Promise<MetricsJson> = async () => [];
@@ -215,8 +215,8 @@ export class AcceptorLink {
   }
 
   /** A promise that settles when the process says the job has ended. */
-  jobEnds(id: string): Promise<void> {
-    return new Promise<void>((resolve) => this.jobs.set(id, resolve));
+  jobEnds(id: string): Promise<JobOutcome | undefined> {
+    return new Promise<JobOutcome | undefined>((resolve) => this.jobs.set(id, resolve));
   }
 
   private async receive(m: Down): Promise<void> {
@@ -232,7 +232,7 @@ export class AcceptorLink {
       case 'jobDone': {
         const end = this.jobs.get(m.id);
         this.jobs.delete(m.id);
-        end?.();
+        end?.(m.outcome);
         return;
       }
       case 'collect':
@@ -274,7 +274,7 @@ export class LinkedExecutor implements Executor {
 export class LinkedRunner implements JobStarter {
   constructor(private link: AcceptorLink, readonly owner: string) {}
 
-  async runNow(ids: string[]): Promise<Array<Promise<void>>> {
+  async runNow(ids: string[]): Promise<Array<Promise<JobOutcome | undefined>>> {
     const started = await this.link.call<string[]>({ op: 'runNow', ids });
     return started.map((id) => this.link.jobEnds(id));
   }

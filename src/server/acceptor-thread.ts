@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { openDb } from '../store/db.js';
 import { Blobs } from '../store/blobs.js';
 import { createLogger } from '../log.js';
-import { Metrics, meteredGate } from '../metrics.js';
+import { Metrics, meteredGate } from './metrics.js';
 import { RedisGate } from '../billing/redis-gate.js';
 import { createSender } from '../webhooks/deliver.js';
 import { onEnqueue } from '../webhooks/outbox.js';

@@ -13,7 +13,7 @@ import type { Router } from './router.js';
 import type { Deps } from './deps.js';
 import { Sweeper } from '../uploads/sweeper.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
-import { Metrics, meteredGate } from '../metrics.js';
+import { Metrics, meteredGate } from './metrics.js';
 import type { Gate } from '../billing/gate.js';
 import { RedisGate } from '../billing/redis-gate.js';
 import { LocalGate } from '../billing/local-gate.js';

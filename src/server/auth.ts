@@ -3,13 +3,8 @@
 // path does not query the database on every request; a revoked key stops working within TTL_MS.
 import { ApiError } from '../errors.js';
 import type { Sql } from '../store/db.js';
-import { findKey, hashKey, type KeyRecord, type Scope } from '../store/accounts.js';
+import { findKey, hashKey, KEY_CACHE_S, type KeyRecord, type Principal, type Scope } from '../store/accounts.js';
 
-export type Principal = KeyRecord;
-
-/** How long a key lookup is cached: a revoked key keeps working this long in a running server
- *  (README and the CLI's `keys revoke` say so). */
-export const KEY_CACHE_S = 5;
 const TTL_MS = KEY_CACHE_S * 1000;
 const MAX_CACHED = 10_000;
 

@@ -8,34 +8,11 @@ import { OCR_LANGUAGES } from '../converters/shared/ocr-languages.js';
 import { ApiError } from '../errors.js';
 import { defaultFormats, isRender } from '../converters/registry.js';
 import { parsePageRanges } from '../converters/shared/page-range.js';
-import type { ConvertOptions, ConverterKind, OutputFormat } from '../converters/types.js';
+import type { ConvertOptions, ConverterKind, ConvertRequest, OutputFormat, StagedSource } from '../types.js';
 import type { MultipartBody } from './body.js';
-import type { Ctx } from './respond.js';
+import { onCleanup, type Ctx } from './respond.js';
 
 export const MAX_SOURCES = 100;
-
-export interface StagedSource {
-  name: string;
-  mime?: string;
-  /** The staged file; empty when `data` holds the bytes. */
-  path: string;
-  bytes: number;
-  /** A Markdown render source sent inline in JSON: kept in memory, never staged on disk. */
-  data?: Buffer;
-}
-
-export interface ConvertRequest {
-  kind: ConverterKind;
-  sources: StagedSource[];
-  /** file_/upl_ references, resolved by the uploads/library code. */
-  fileRefs: string[];
-  uploadRefs: string[];
-  options: ConvertOptions;
-  metadata: unknown;
-  store: boolean;
-  /** The client's name for the conversion, when it gave one. */
-  name?: string;
-}
 
 const FORMATS: OutputFormat[] = ['markdown', 'text', 'html', 'pages'];
 const COMMON = ['file', 'files', 'upload', 'uploads', 'formats', 'store', 'metadata', 'name'];
@@ -208,7 +185,7 @@ export async function fromJson(ctx: Ctx, kind: ConverterKind, body: unknown, tmp
       continue;
     }
     const p = path.join(tmpDir, `in_${randomBytes(12).toString('hex')}`);
-    ctx.cleanups.push(() => rm(p, { force: true }));
+    onCleanup(ctx, () => rm(p, { force: true }));
     await writeFile(p, inline[i]!, 'utf8');
     const name = kind === 'url' ? urlName(inline[i]!) : `input-${i + 1}${ext?.ext ?? ''}`;
     req.sources.push({ name, mime: ext?.mime, path: p, bytes: Buffer.byteLength(inline[i]!) });

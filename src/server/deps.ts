@@ -2,13 +2,14 @@
 import type { Config } from '../config.js';
 import { refusalError, type BalanceRead, type Gate } from '../billing/gate.js';
 import type { Ledger } from '../billing/ledger.js';
-import type { Plan, PlanLimits } from '../billing/plans.js';
+import type { Plan, PlanLimits } from '../plans.js';
 import type { Db } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
-import type { Authenticator, Principal } from './auth.js';
+import type { Authenticator } from './auth.js';
+import type { Principal } from '../store/accounts.js';
 import type { ConversionService } from '../jobs/service.js';
 import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from './metrics.js';
 import type { Ctx } from './respond.js';
 
 export interface Deps {
@@ -23,7 +24,7 @@ export interface Deps {
   /** A plan's limits, PLAN_OVERRIDES applied. */
   limits(plan: Plan): PlanLimits;
   log: Logger;
-  /** Prometheus counters of this app (src/metrics.ts says who increments what). */
+  /** Prometheus counters of this app (src/server/metrics.ts says who increments what). */
   metrics: Metrics;
 }
 

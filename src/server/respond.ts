@@ -7,8 +7,8 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { randomBytesPooled } from '../store/ids.js';
 import { ApiError, DISK_FULL, isDependencyDown, isDiskFull, problemOf, type ErrorCode, type ProblemOverrides } from '../errors.js';
-import type { Principal } from './auth.js';
-import { BodyReader } from './body.js';
+import type { Principal } from '../store/accounts.js';
+import { BodyReader } from './body-reader.js';
 
 export interface Ctx {
   res: HttpResponse;
@@ -25,7 +25,10 @@ export interface Ctx {
   principal?: Principal;
   /** The route pattern that matched, for logs and metrics. */
   route: string;
+  /** What runs once the request has ended (register with onCleanup). */
   cleanups: Array<() => unknown>;
+  /** True once the request has ended and its clean-ups ran: later ones run at once. */
+  cleanedUp: boolean;
   /** The request body, held paused until a handler reads it (POST, PUT, PATCH). */
   body?: BodyReader;
   /** Called once when the request ends: answered, aborted or failed. */
@@ -60,6 +63,7 @@ export function makeCtx(res: HttpResponse, req: HttpRequest): Ctx {
     status: 0,
     route: '',
     cleanups: [],
+    cleanedUp: false,
   };
   res.onAborted(() => {
     ctx.aborted = true;
@@ -179,17 +183,13 @@ export function sendError(ctx: Ctx, err: unknown, log?: (err: unknown) => void):
 }
 
 /**
- * A request's clean-up list once it has ended: a clean-up registered later (by a handler still
- * awaiting when the client went away, e.g. a body reader opening its temp file) runs at once,
- * instead of waiting for a finish() that already happened.
+ * Runs `fn` once the request has ended (answered, aborted or failed). A clean-up registered after
+ * that (by a handler still awaiting when the client went away, e.g. a body reader opening its temp
+ * file) runs at once, instead of waiting for a finish() that already happened.
  */
-function ended(): Array<() => unknown> {
-  const list: Array<() => unknown> = [];
-  list.push = (...fns: Array<() => unknown>): number => {
-    for (const fn of fns) runCleanup(fn);
-    return 0;
-  };
-  return list;
+export function onCleanup(ctx: Ctx, fn: () => unknown): void {
+  if (ctx.cleanedUp) runCleanup(fn);
+  else ctx.cleanups.push(fn);
 }
 
 /**
@@ -214,10 +214,11 @@ function runCleanup(fn: () => unknown): void {
 export function finish(ctx: Ctx): void {
   const cleanups = ctx.cleanups;
   if (cleanups.length === 0 && !ctx.onDone) {
-    if (ctx.aborted || ctx.answered) ctx.cleanups = ended();
+    if (ctx.aborted || ctx.answered) ctx.cleanedUp = true;
     return;
   }
-  ctx.cleanups = ended();
+  ctx.cleanups = [];
+  ctx.cleanedUp = true;
   for (const fn of cleanups) runCleanup(fn);
   const done = ctx.onDone;
   ctx.onDone = undefined;

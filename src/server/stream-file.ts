@@ -5,7 +5,7 @@
 // Multi-range requests, or a Range with If-Range (no validators here), get the whole file.
 import { open, type FileHandle } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
-import { finish, reply, statusLine, type Ctx } from './respond.js';
+import { finish, onCleanup, reply, statusLine, type Ctx } from './respond.js';
 
 const CHUNK = 256 * 1024;
 
@@ -110,7 +110,7 @@ async function stream(ctx: Ctx, fh: FileHandle, start: number, length: number, s
   let pending: { buf: Buffer; offset: number } | undefined;
   let wake: (() => void) | undefined;
   let done = false;
-  ctx.cleanups.push(() => wake?.());
+  onCleanup(ctx, () => wake?.());
   res.onWritable((offset) => {
     if (!pending || ctx.aborted) return true;
     const [ok, finished] = res.tryEnd(pending.buf.subarray(offset - pending.offset), length);

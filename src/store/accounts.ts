@@ -24,6 +24,13 @@ export interface KeyRecord {
   scopes: Scope[];
 }
 
+/** The authenticated caller of a request: its key's record. */
+export type Principal = KeyRecord;
+
+/** How long a server caches a key lookup: a revoked key keeps working this long in a running
+ *  server (README and the CLI's `keys revoke` say so). */
+export const KEY_CACHE_S = 5;
+
 export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }

@@ -3,10 +3,16 @@
 // changes them: `summary`, `status` and `completed_at` can never disagree with the files.
 import type { Sql } from './db.js';
 import type { Problem } from '../errors.js';
-import { enqueueConversionEvent, isTerminal } from '../webhooks/outbox.js';
 
 export type ConversionStatus = 'queued' | 'running' | 'completed' | 'completed_with_errors' | 'failed';
 export type FileStatus = 'queued' | 'running' | 'completed' | 'failed';
+
+const TERMINAL: ReadonlySet<ConversionStatus> = new Set(['completed', 'completed_with_errors', 'failed']);
+
+/** A conversion in this status is finished: it changes no more. */
+export function isTerminal(status: ConversionStatus): boolean {
+  return TERMINAL.has(status);
+}
 
 export interface NewConversion {
   id: string;
@@ -76,19 +82,21 @@ export async function markSourceRunning(sql: Sql, conversionId: string, sourceId
 
 /**
  * Records the outcome of one source (its outputs, or its error) and rolls the conversion up.
- * Returns the conversion's status after the change, or null when `guard` refused the change.
+ * Returns the conversion as the change left it (status, completion time, credits charged), or
+ * null when `guard` refused the change.
  * `onTerminal` runs in the same transaction when this change ends the conversion, with the
  * credits its completed sources cost: the credits are settled with the status that ends it, so
- * no reader ever sees a finished conversion whose credits are still reserved.
+ * no reader ever sees a finished conversion whose credits are still reserved (and, from the jobs,
+ * its webhook event is enqueued: jobs/finish.ts).
  */
-export async function finishSource(
+export async function recordSourceOutcome(
   sql: Sql,
   conv: { id: string; accountId: string; expiresAt: Date | null },
   sourceId: string,
   outcome: { outputs: NewFile[]; pages: number | null; credits: number } | { error: Problem },
   guard?: (tx: Sql) => Promise<boolean>,
   onTerminal?: (tx: Sql, charged: number) => Promise<void>,
-): Promise<ConversionStatus | null> {
+): Promise<RolledUp | null> {
   return sql.begin(async (tx) => {
     const t = tx as unknown as Sql;
     // A job's outcome counts only while its process still holds the job (see jobs/queue.ts).
@@ -104,18 +112,23 @@ export async function finishSource(
       await t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
               where id = ${sourceId}`;
     }
-    const { status, charged } = await rollUp(t, conv.id);
-    if (before && before.completed_at === null && isTerminal(status)) {
-      await onTerminal?.(t, charged);
-      // The webhook outbox: the event commits with the status change or not at all.
-      await enqueueConversionEvent(t, conv.id);
+    const rolled = await rollUp(t, conv.id);
+    if (before && before.completed_at === null && isTerminal(rolled.status)) {
+      await onTerminal?.(t, rolled.charged);
     }
-    return status;
+    return rolled;
   });
 }
 
+/** A conversion's status, completion time and credits charged, as a roll-up wrote them. */
+export interface RolledUp {
+  status: ConversionStatus;
+  completedAt: Date | null;
+  charged: number;
+}
+
 /** Derives the conversion's status from its sources; sets completed_at when all are done. */
-export async function rollUp(sql: Sql, conversionId: string): Promise<{ status: ConversionStatus; charged: number }> {
+export async function rollUp(sql: Sql, conversionId: string): Promise<RolledUp> {
   const [row] = await sql`
     with s as (
       select count(*) filter (where status = 'completed') as done,
@@ -133,8 +146,8 @@ export async function rollUp(sql: Sql, conversionId: string): Promise<{ status: 
       completed_at = case when s.pending = 0 then coalesce(c.completed_at, now()) else null end,
       credits_charged = s.charged
     from s where c.id = ${conversionId}
-    returning c.status, c.credits_charged`;
-  return { status: row!.status as ConversionStatus, charged: Number(row!.credits_charged) };
+    returning c.status, c.credits_charged, c.completed_at`;
+  return { status: row!.status as ConversionStatus, charged: Number(row!.credits_charged), completedAt: row!.completed_at as Date | null };
 }
 
 export interface ConversionRow {

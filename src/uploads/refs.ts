@@ -17,8 +17,8 @@ import { randomBytes } from 'node:crypto';
 import { ApiError, storageError } from '../errors.js';
 import type { Sql } from '../store/db.js';
 import type { Blobs } from '../store/blobs.js';
-import type { Principal } from '../server/auth.js';
-import type { ConvertRequest, StagedSource } from '../server/convert-request.js';
+import type { Principal } from '../store/accounts.js';
+import type { ConvertRequest, StagedSource } from '../types.js';
 
 export interface ResolvedSources {
   /** One staged source per reference, files first then uploads, each in request order. */

@@ -12,7 +12,7 @@ import { ApiError, isDependencyDown, storageError } from '../errors.js';
 import type { Sql } from '../store/db.js';
 import type { Blobs, Pending } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
-import type { Principal } from '../server/auth.js';
+import type { Principal } from '../store/accounts.js';
 import {
   insertUpload, getUpload, listParts, wasExpired, recordPart, claimForCompletion, releaseClaim, markCompleted,
   uploadJson, type UploadJson, type UploadRow,

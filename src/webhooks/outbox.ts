@@ -1,5 +1,5 @@
 // The webhook outbox. enqueueConversionEvent is called inside the transaction that makes a
-// conversion terminal (store/conversions.ts finishSource), so an event exists if and only if that
+// conversion terminal (jobs/finish.ts), so an event exists if and only if that
 // status change committed. It writes the event (its exact JSON body, built now: every retry sends
 // the same bytes) and one pending delivery per enabled endpoint of the account subscribed to the
 // event type; with no such endpoint it writes nothing. Dispatchers in this process are woken.
@@ -7,20 +7,14 @@
 // ledger stands in that transaction (the conversion's own charge included).
 import type { Sql } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { conversionParts, type ConversionRow, type ConversionStatus } from '../store/conversions.js';
+import { conversionParts, isTerminal, type ConversionRow, type ConversionStatus } from '../store/conversions.js';
 import { readLedger } from '../billing/ledger.js';
-import { conversionJson } from '../server/conversion-json.js';
+import { conversionJson } from '../store/conversion-json.js';
 
 export const EVENT_TYPES = ['conversion.completed', 'conversion.failed'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 /** Sent only by POST /v1/webhooks/{id}/test, whatever the endpoint subscribes to. */
 export const TEST_EVENT_TYPE = 'webhook.test';
-
-const TERMINAL: ReadonlySet<ConversionStatus> = new Set(['completed', 'completed_with_errors', 'failed']);
-
-export function isTerminal(status: ConversionStatus): boolean {
-  return TERMINAL.has(status);
-}
 
 /** completed_with_errors is reported as conversion.completed (DESIGN.md §7). */
 export function eventTypeOf(status: ConversionStatus): EventType {

@@ -1,6 +1,6 @@
 // The plans config matches DESIGN.md §2 and free has no API access.
 import t from 'tap';
-import { PLANS, hasApiAccess, isPlan, planLimits, type Plan, type PlanLimits } from '../../src/billing/plans.js';
+import { PLANS, hasApiAccess, isPlan, planLimits, type Plan, type PlanLimits } from '../../src/plans.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;

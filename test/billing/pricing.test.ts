@@ -1,7 +1,7 @@
 // Pricing vectors for every kind and option of DESIGN.md §3, edges included.
 import t from 'tap';
 import { priceSource, type Fetched } from '../../src/billing/pricing.js';
-import type { ConverterKind, ConvertOptions } from '../../src/converters/types.js';
+import type { ConverterKind, ConvertOptions } from '../../src/types.js';
 
 const KiB500 = 500 * 1024;
 const base: ConvertOptions = { formats: ['markdown'] };

@@ -89,7 +89,9 @@ for (const mode of storeModes()) {
       let lost = 0;
       sql.begin = async function (this: unknown, ...args: unknown[]) {
         const r = await begin.apply(this, args);
-        if (lost === 0 && typeof r === 'string' && TERMINAL.includes(r)) {
+        // finishSource's transaction answers the conversion as its roll-up left it
+        const status = (r as { status?: unknown } | null)?.status;
+        if (lost === 0 && typeof status === 'string' && TERMINAL.includes(status)) {
           lost++;
           throw connectionClosed();
         }

@@ -42,6 +42,7 @@ for (const mode of storeModes()) {
     const runner = new JobRunner(sql, async (job) => {
       handled.push(job.id);
       await sql`update jobs set status = 'done' where id = ${job.id}`;
+      return undefined;
     }, { capacity: 2, pollMs: 3_600_000, heartbeatMs: 3_600_000 });
     runner.start();
     t.teardown(() => runner.stop(1_000));

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { MODES, oneMode, PG_URL, startWorld } from '../helpers/world.js';
-import { dependencyOf, Metrics, meteredExecutor } from '../../src/metrics.js';
+import { dependencyOf, Metrics, meteredExecutor } from '../../src/server/metrics.js';
 import { openDb } from '../../src/store/db.js';
 import { startApp } from '../../src/server/app.js';
 import { createLogger } from '../../src/log.js';

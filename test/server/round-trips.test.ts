@@ -1,13 +1,16 @@
 // A cheap submit (an authenticated Markdown render) costs the gate one Redis round trip: the
 // rate limit script, which also reads the balance the answer shows (a render reserves nothing).
+// A paid submit answered at once (202) costs two: the rate limit and the reservation, whose
+// answer is the balance shown (no third call to read it).
 // Counted with MONITOR: commands a client sent (not those a script ran), filtered to this
 // world's own key prefix (other tests share the Redis). MONITOR is read from a plain socket:
 // ioredis's monitor() mistook a monitored line for a reply when the shared Redis was busy
 // ("Command queue state error", an uncaught exception, and the test hung to tap's timeout).
 import t from 'tap';
+import type { Test } from 'tap';
 import net from 'node:net';
 import { Redis } from 'ioredis';
-import { DEFAULT_CREDITS, REDIS_URL, startWorld } from '../helpers/world.js';
+import { DEFAULT_CREDITS, REDIS_URL, startWorld, type World } from '../helpers/world.js';
 
 t.test('a cheap submit reaches Redis once', async (t) => {
   const w = await startWorld('postgres', {}, { redis: true });
@@ -22,27 +25,52 @@ t.test('a cheap submit reaches Redis once', async (t) => {
   // The first request loads the account's balance into the gate and the scripts into Redis.
   await render(1);
 
+  const ours = await commandsDuring(t, w, () => render(2));
+  t.equal(ours.length, 1, `one command: ${JSON.stringify(ours.map((c) => c.slice(0, 3)))}`);
+  t.match(ours[0]![0]!.toLowerCase(), /^evalsha$|^eval$/, 'the one command is a script');
+});
+
+t.test('a paid submit answered at once reaches Redis twice: rate limit, reservation', async (t) => {
+  const w = await startWorld('postgres', {}, { redis: true });
+  t.teardown(() => w.close());
+  await w.app.deps.conversions.runner!.stop(0); // no job runs, so none settles in the window
+  const submit = async (n: number): Promise<{ id: string; usage: { credits_reserved: number; credits_remaining: number } }> => {
+    const res = await w.req('POST', '/v1/convert/html?wait=0', { json: { html: `<h1>Paid ${n}</h1>` } });
+    t.equal(res.status, 202);
+    return await res.json() as { id: string; usage: { credits_reserved: number; credits_remaining: number } };
+  };
+  await submit(1); // loads the account into the gate and the scripts into Redis
+
+  let c: Awaited<ReturnType<typeof submit>> | undefined;
+  const ours = await commandsDuring(t, w, async () => { c = await submit(2); });
+  t.equal(ours.length, 2, `two commands: ${JSON.stringify(ours.map((x) => x.slice(0, 3)))}`);
+  t.ok(ours.every((x) => /^evalsha$|^eval$/.test(x[0]!.toLowerCase())), 'both are scripts');
+  t.ok(c!.usage.credits_reserved > 0, 'it reserved credits');
+  const read = await (await w.req('GET', `/v1/conversions/${c!.id}`)).json() as NonNullable<typeof c>;
+  t.equal(c!.usage.credits_remaining, read.usage.credits_remaining, 'the balance answered is the gate\'s after the reservation');
+});
+
+/** The commands clients sent on this world's keys while `act` ran, bracketed by a marker read
+ *  before and after it (MONITOR reports commands in the order Redis ran them). */
+async function commandsDuring(t: Test, w: World, act: () => Promise<void>): Promise<string[][]> {
   const monitor = await startMonitor(REDIS_URL);
+  const marker = new Redis(REDIS_URL);
+  t.teardown(async () => { monitor.close(); await marker.quit(); });
+  const markerKey = `${w.redisPrefix!}marker`;
   const commands: string[][] = [];
   monitor.onCommand((args, source) => {
     // a command a script ran is part of its EVALSHA's round trip
     if (/lua/.test(source)) return;
     if (args.some((a) => a.startsWith(w.redisPrefix!))) commands.push(args);
   });
-  const marker = new Redis(REDIS_URL);
-  t.teardown(async () => { monitor.close(); await marker.quit(); });
-  // MONITOR reports commands from when it answered OK: this one marks the start.
-  await marker.get(`${w.redisPrefix!}marker`);
-  await until(() => commands.some((c) => c.includes(`${w.redisPrefix!}marker`)));
+  await marker.get(markerKey);
+  await until(() => commands.some((c) => c.includes(markerKey)));
   commands.length = 0;
-
-  await render(2);
-  await marker.get(`${w.redisPrefix!}marker`);
-  await until(() => commands.some((c) => c.includes(`${w.redisPrefix!}marker`)));
-  const ours = commands.filter((c) => !c.includes(`${w.redisPrefix!}marker`));
-  t.equal(ours.length, 1, `one command: ${JSON.stringify(ours.map((c) => c.slice(0, 3)))}`);
-  t.match(ours[0]![0]!.toLowerCase(), /^evalsha$|^eval$/, 'the one command is a script');
-});
+  await act();
+  await marker.get(markerKey);
+  await until(() => commands.some((c) => c.includes(markerKey)));
+  return commands.filter((c) => !c.includes(markerKey));
+}
 
 /** MONITOR on a connection of its own: each command Redis runs, with its source ("lua" for a
  *  script's, else the client's address). Resolves once Redis has answered OK. */

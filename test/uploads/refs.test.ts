@@ -5,7 +5,7 @@ import path from 'node:path';
 import { startWorld, storeModes, type World } from '../helpers/world.js';
 import { resolveSources } from '../../src/uploads/refs.js';
 import { ApiError } from '../../src/errors.js';
-import type { ConvertRequest } from '../../src/server/convert-request.js';
+import type { ConvertRequest } from '../../src/types.js';
 
 interface FileJ { id: string; role: string; format: string | null; content: string | null; name: string; bytes: number }
 interface ConvJ { id: string; status: string; files: FileJ[] }

@@ -5,7 +5,8 @@ import { principalOf, type Deps } from '../deps.js';
 import { sendJson, type Ctx } from '../respond.js';
 import { sendContent } from '../stream-file.js';
 import type { Router } from '../router.js';
-import { conversionJson, conversionsJson, decodeCursor, encodeCursor } from '../conversion-json.js';
+import { conversionJson, conversionsJson } from '../../store/conversion-json.js';
+import { decodeCursor, encodeCursor } from '../../store/cursor.js';
 import { getFileRow, readConversion, readConversions } from '../../store/conversions.js';
 
 /** How long a download waits for a committed file's blob to reach its place (see Blobs.whenPlaced). */

@@ -9,10 +9,11 @@ import type { ConverterKind } from '../../converters/types.js';
 import { requireScope, requireSubscription } from '../auth.js';
 import { checkRate, principalOf, type Deps } from '../deps.js';
 import { readJson, readMultipart } from '../body.js';
-import { sendJson, type Ctx } from '../respond.js';
+import { onCleanup, sendJson, type Ctx } from '../respond.js';
 import type { Router } from '../router.js';
-import { fromJson, fromMultipart, MAX_SOURCES, type ConvertRequest } from '../convert-request.js';
-import { conversionJson, snapshotJson } from '../conversion-json.js';
+import { fromJson, fromMultipart, MAX_SOURCES } from '../convert-request.js';
+import type { ConvertRequest } from '../../types.js';
+import { conversionJson, snapshotJson } from '../../store/conversion-json.js';
 import { readConversion, type ConversionStatus } from '../../store/conversions.js';
 import type { AsyncReason, Track } from '../../jobs/service.js';
 import { idempotencyKeyOf } from '../../billing/admission.js';
@@ -39,7 +40,7 @@ export async function readConvertRequest(deps: Deps, ctx: Ctx, kind: ConverterKi
 
 /** Files the service stages for the request (fetched URLs) go with the request's clean-ups. */
 export function stagedBy(ctx: Ctx): Track {
-  return (file) => ctx.cleanups.push(() => rm(file, { force: true }));
+  return (file) => onCleanup(ctx, () => rm(file, { force: true }));
 }
 
 /** The wait window from `wait` and `Prefer` (RFC 7240: respond-async, wait=N). */
@@ -82,18 +83,25 @@ export function registerConvert(router: Router, deps: Deps): void {
       const window = waitWindow(ctx, deps.config.syncWaitDefaultS);
       const idempotencyKey = idempotencyKeyOf(ctx.headers);
       const req = await readConvertRequest(deps, ctx, kind);
-      const submitted = await deps.conversions.accept(p, req, { method: ctx.method, path: ctx.path, idempotencyKey }, stagedBy(ctx));
+      const submitted = await deps.conversions.accept(p, req, { method: ctx.method, path: ctx.path, idempotencyKey, window }, stagedBy(ctx));
       const replayed = submitted.kind === 'replay';
       const id = replayed ? submitted.conversionId : submitted.accepted.conversionId;
       const reason = replayed ? undefined
         : await deps.conversions.waitFor(submitted.accepted, window.seconds, window.reason);
-      const snapshot = !replayed && !reason ? submitted.accepted.snapshot : undefined;
+      // Answered from what its transactions stored, no read back: a conversion finished in this
+      // request (rendered, or every job run here and recorded), or one answered 202 at once for
+      // the reason stored with it. One whose jobs ran elsewhere, or that is still going after
+      // the wait, is read as it is now.
+      const stored = replayed ? undefined : submitted.accepted;
+      const snapshot = stored && (reason ? reason === stored.storedReason : stored.finished) ? stored.snapshot : undefined;
       const location = { location: `/v1/conversions/${id}` };
       if (snapshot) {
-        // Finished and stored in this request: answered from what was stored, no read back. A
-        // conversion that reserved nothing (a render) left the balance as the rate limit read it.
-        const balance = await deps.ledger.balance(p.accountId, snapshot.row.credits_reserved === 0 ? held : undefined);
-        sendJson(ctx, 200, snapshotJson(snapshot.row, snapshot.files, balance), location);
+        // The balance as the gate answered this request when nothing moved it since: right after
+        // its reservation (answered at once), or, for a conversion that reserved nothing (a
+        // render), as the rate limit read it. A settled conversion reads it again.
+        const balance = reason && stored!.balance !== undefined ? stored!.balance
+          : await deps.ledger.balance(p.accountId, snapshot.row.credits_reserved === 0 ? held : undefined);
+        sendJson(ctx, reason ? 202 : 200, snapshotJson(snapshot.row, snapshot.files, balance), location);
         return;
       }
       const snap = await readConversion(deps.db.sql, p.accountId, id, { after: -1, withContent: true });

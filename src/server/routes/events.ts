@@ -8,7 +8,7 @@ import { requireScope, requireSubscription } from '../auth.js';
 import { principalOf, type Deps } from '../deps.js';
 import { statusLine, finish, type Ctx } from '../respond.js';
 import type { Router } from '../router.js';
-import { conversionJson } from '../conversion-json.js';
+import { conversionJson } from '../../store/conversion-json.js';
 import { getConversionRow, readConversion, snapshotRead, type ConversionStatus } from '../../store/conversions.js';
 import type { Sql } from '../../store/db.js';
 

@@ -2,13 +2,14 @@
 // POST /v1/uploads/{id}/complete: chunked uploads for files over the edge's body limit.
 // Parts are raw bodies streamed to disk; everything else is small JSON.
 import { ApiError } from '../../errors.js';
-import { requireScope, requireSubscription, type Principal } from '../auth.js';
+import { requireScope, requireSubscription } from '../auth.js';
+import type { Principal } from '../../store/accounts.js';
 import { principalOf, type Deps } from '../deps.js';
 import { readJson, safeName } from '../body.js';
 import { sendJson, type Ctx } from '../respond.js';
 import type { Router } from '../router.js';
 import { UploadService, MAX_PARTS } from '../../uploads/service.js';
-import { readToFile } from '../../uploads/read-to-file.js';
+import { readToFile } from '../read-to-file.js';
 
 const SMALL_JSON = 1024 * 1024;
 

@@ -7,7 +7,7 @@ import { principalOf, type Deps } from '../deps.js';
 import { readJson } from '../body.js';
 import { sendJson, type Ctx } from '../respond.js';
 import type { Router } from '../router.js';
-import { decodeCursor, encodeCursor } from '../conversion-json.js';
+import { decodeCursor, encodeCursor } from '../../store/cursor.js';
 import { assertPublicUrl, BlockedAddressError } from '../../net/ssrf.js';
 import { newId } from '../../store/ids.js';
 import { EVENT_TYPES, TEST_EVENT_TYPE, eventBody } from '../../webhooks/outbox.js';

@@ -1,13 +1,13 @@
 // Streams a raw request body (an upload part) into one file, hashing MD5 on the way. Never holds
 // the body: when the file's write buffer is full the socket is paused until the disk drains.
-// The file is removed on any failure and, through ctx.cleanups, when the request ends — a
+// The file is removed on any failure and, through onCleanup, when the request ends — a
 // caller keeps it by renaming it first.
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { ApiError, storageError } from '../errors.js';
-import type { Ctx } from '../server/respond.js';
+import { onCleanup, type Ctx } from './respond.js';
 
 export interface WrittenFile {
   path: string;
@@ -45,8 +45,8 @@ export function readToFile(ctx: Ctx, target: string, limit: number, tooLarge: ()
       rm(target, { force: true }).catch(() => {});
       reject(err);
     };
-    ctx.cleanups.push(() => rm(target, { force: true }));
-    ctx.cleanups.push(() => fail(new ApiError('invalid_request', 'The client went away.')));
+    onCleanup(ctx, () => rm(target, { force: true }));
+    onCleanup(ctx, () => fail(new ApiError('invalid_request', 'The client went away.')));
     out.on('error', (e) => fail(storageError(e, 'writing the part')));
     out.on('drain', () => {
       waitingForDrain = false;

@@ -16,9 +16,9 @@
 //   readiness probes and the gate.
 // Labels never carry account ids, keys or document names: only bounded sets of values.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Executor, Task } from './jobs/executor.js';
-import type { RunResult } from './converters/registry.js';
-import type { Gate } from './billing/gate.js';
+import type { Executor, Task } from '../jobs/executor.js';
+import type { RunResult } from '../converters/registry.js';
+import type { Gate } from '../billing/gate.js';
 
 export type Dependency = 'postgres' | 'redis';
 

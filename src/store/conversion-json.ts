@@ -2,10 +2,12 @@
 // fields"), built from rows read in one snapshot (store/conversions.ts readConversion), so that
 // `summary` and `status` agree with the files beside them. Lists leave file contents out; GET of
 // one conversion includes them. Every representation shows the balance (`credits_remaining`) the
-// same way: the caller reads it and passes it in.
+// same way: the caller reads it and passes it in. It lives beside the rows it is built from, so
+// that the server's answers and the webhooks' events (webhooks/outbox.ts) share it.
 import {
   FILES_PAGE, type ConversionRow, type ConversionSnapshot, type FileRow, type FileStatus,
-} from '../store/conversions.js';
+} from './conversions.js';
+import { encodeCursor } from './cursor.js';
 
 export interface FileJson {
   id: string;
@@ -68,20 +70,6 @@ function fileJson(conversionId: string, f: FileRow): FileJson {
       ? { progress: { pages_done: f.progress_done ?? 0, pages_total: f.progress_total || f.pages } }
       : {}),
   };
-}
-
-/** Cursors are opaque to clients: base64url of what the next page starts after. */
-export function encodeCursor(parts: Record<string, string | number>): string {
-  return Buffer.from(JSON.stringify(parts)).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): Record<string, unknown> | undefined {
-  try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    return v && typeof v === 'object' && !Array.isArray(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** A conversion as read in one snapshot, with the account's balance. */

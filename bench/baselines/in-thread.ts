@@ -1,0 +1,75 @@
+// The converter without the API: the same corpus converted by the same converter called directly,
+// in this process — in one thread (InlineExecutor: the converter function on this event loop),
+// and on the pool module with the server's thread count (PoolExecutor, as src/server/app.ts makes
+// it) at the API's concurrency. What the API path costs on top of the conversion is the
+// difference between these and the same documents through POST /v1/convert/{kind}.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { InlineExecutor, type Executor } from '../../src/jobs/executor.js';
+import { PoolExecutor } from '../../src/pool/pool.js';
+import { defaultFormats } from '../../src/converters/registry.js';
+import type { ConverterKind, ConvertOptions } from '../../src/converters/types.js';
+import { runAll } from '../load.js';
+import type { CorpusFile } from '../corpus.js';
+
+export interface InThreadResult {
+  rate: number;
+  units: number;
+  seconds: number;
+  passes: number;
+  failures: number;
+  threads: number;
+}
+
+/** Whole passes over the corpus until `minSeconds` is filled (the rule of the other baselines). */
+async function measure(exec: Executor, kind: ConverterKind, files: readonly CorpusFile[], options: ConvertOptions,
+  opts: { minSeconds: number; concurrency: number; unit: (f: CorpusFile) => number; warmup: number }): Promise<Omit<InThreadResult, 'threads' | 'rate'>> {
+  const never = new AbortController().signal;
+  const one = (f: CorpusFile) => exec.run({ kind, path: f.path, name: f.name, options }, never);
+  if (opts.warmup > 0) await runAll(files.slice(0, opts.warmup), opts.concurrency, async (f) => { await one(f).catch(() => {}); });
+  let units = 0;
+  let failures = 0;
+  let seconds = 0;
+  let passes = 0;
+  do {
+    seconds += await runAll(files, opts.concurrency, async (f) => {
+      try {
+        await one(f);
+        units += opts.unit(f);
+      } catch {
+        failures++;
+      }
+    });
+    passes++;
+  } while (seconds < opts.minSeconds);
+  return { units, seconds, passes, failures };
+}
+
+/** The converter in this thread, one document at a time. */
+export async function inThreadRate(kind: ConverterKind, files: readonly CorpusFile[], fields: Record<string, string>,
+  opts: { minSeconds: number; unit: (f: CorpusFile) => number; warmup: number }): Promise<InThreadResult> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-bench-inthread-'));
+  const exec = new InlineExecutor({ tmpDir: dir, allowPrivateNetwork: false });
+  try {
+    const r = await measure(exec, kind, files, { formats: defaultFormats(kind), ...fields }, { ...opts, concurrency: 1 });
+    return { ...r, rate: r.units / r.seconds, threads: 1 };
+  } finally {
+    await exec.close?.();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The converter on the pool module with `threads` threads, `concurrency` documents in flight. */
+export async function poolRate(kind: ConverterKind, files: readonly CorpusFile[], fields: Record<string, string>,
+  opts: { threads: number; concurrency: number; minSeconds: number; unit: (f: CorpusFile) => number; warmup: number }): Promise<InThreadResult> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-bench-pool-'));
+  const exec = new PoolExecutor({ tmpDir: dir, allowPrivateNetwork: false }, { threads: opts.threads });
+  try {
+    const r = await measure(exec, kind, files, { formats: defaultFormats(kind), ...fields }, opts);
+    return { ...r, rate: r.units / r.seconds, threads: opts.threads };
+  } finally {
+    await exec.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
