@@ -9,7 +9,7 @@
 // its name holds a hash of the migrations and the PGlite version, so a changed migration never
 // meets an old template. The first test file that needs it builds it (others wait for it) and
 // renames it into place when it is whole.
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -33,6 +33,9 @@ function pgliteVersion(): string {
   return JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')).version as string;
 }
 
+/** Longer than any build of the template takes: a bound only a build that died reaches. */
+const BUILD_BOUND_MS = 120_000;
+
 let ready: Promise<string> | undefined;
 
 /** The migrated template's `pg` directory, built on first use. */
@@ -46,13 +49,18 @@ function template(): Promise<string> {
     // each of them what the copy saves). A bound only a builder that died reaches: then this
     // file builds a copy of its own.
     const lock = `${final}.building`;
+    // A lock left by a build that died (a file killed at tap's timeout) in the shared fallback
+    // directory would make every later file wait: one older than any build is taken over.
+    try {
+      if (Date.now() - statSync(lock).mtimeMs > BUILD_BOUND_MS) rmSync(lock, { recursive: true, force: true });
+    } catch { /* no lock */ }
     let mine = false;
     try {
       mkdirSync(lock);
       mine = true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      for (const end = Date.now() + 120_000; !existsSync(final) && Date.now() < end;) await new Promise((r) => setTimeout(r, 100));
+      for (const end = Date.now() + BUILD_BOUND_MS; !existsSync(final) && Date.now() < end;) await new Promise((r) => setTimeout(r, 100));
       if (existsSync(final)) return final;
     }
     const scratch = mkdtempSync(path.join(root, 'building-'));
