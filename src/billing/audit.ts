@@ -93,7 +93,17 @@ export class GateAudit {
     for (const { account_id: accountId } of accounts) {
       const held = await this.gate.balance(accountId);
       if (held === null) continue; // not loaded: its next use reads the ledger
-      if (held === (await readLedger(this.sql, accountId)).balance) continue;
+      const ledger = await readLedger(this.sql, accountId);
+      if (held === ledger.balance) continue;
+      // A submit in flight (reserved in the gate, its ledger row not committed yet) lowers the
+      // gate's balance by its credits: that is no grant the gate missed, and dropping the account
+      // then would only make the next submit rebuild it.
+      const inLedger = new Set(ledger.reservations.map((r) => r.conversionId));
+      let inFlight = 0;
+      for (const [conversionId, credits] of (await this.gate.held(accountId)) ?? []) {
+        if (!inLedger.has(conversionId)) inFlight += credits;
+      }
+      if (inFlight > 0 && held + inFlight === ledger.balance) continue;
       await this.gate.forget(accountId);
       rebuilt++;
     }

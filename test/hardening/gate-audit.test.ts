@@ -49,6 +49,17 @@ for (const gateKind of ['redis', 'local'] as const) {
       t.equal(await gate.balance(accountId), 975, 'charged 25 of the 40 reserved');
     });
 
+    await t.test('an account granted lately is dropped for a grant the gate missed, not for a submit in flight', async (t) => {
+      const fresh = await w.newKey({ credits: 100 }); // a grant row a minute old at most
+      const watcher = new GateAudit(sql, gate, 300);
+      await reserveInGate(w, fresh.accountId, 30); // in the gate, its ledger row not committed yet
+      t.equal((await watcher.run()).rebuilt, 0, 'a reservation in flight is not a missed grant');
+      t.equal(await gate.balance(fresh.accountId), 70, 'the gate keeps the account');
+      await sql`insert into ledger (account_id, kind, amount) values (${fresh.accountId}, 'grant', 5)`; // the gate never told
+      t.equal((await watcher.run()).rebuilt, 1, 'a grant the gate never heard of drops the account');
+      t.equal(await gate.balance(fresh.accountId), null, 'its next use rebuilds it from the ledger');
+    });
+
     await t.test('a reservation with no ledger row is released once past the grace period, not before', async (t) => {
       const conv = await reserveInGate(w, accountId, 30);
       t.equal((await audit.account(accountId)).released, 0, 'first seen: maybe a submit in flight');
