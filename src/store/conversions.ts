@@ -75,11 +75,11 @@ async function insertFiles(sql: Sql, c: { id: string; accountId: string; expires
 
 export async function markSourceRunning(sql: Sql, conversionId: string, sourceId: string): Promise<void> {
   await sql.begin(async (tx) => {
-    // The conversion's row before its files', as every transaction here takes them: a delete
-    // (conversions, cascading to files) and recordSourceOutcome do; the other order deadlocked.
-    await tx`select 1 from conversions where id = ${conversionId} for no key update`;
-    await tx`update files set status = 'running' where id = ${sourceId} and status = 'queued'`;
+    // The conversion's row before its files', as a delete (conversions, cascading to files) and
+    // recordSourceOutcome take them; the other order deadlocked. When the conversion is running
+    // already (a second source) no row is locked here, and nothing is asked of it after the file.
     await tx`update conversions set status = 'running' where id = ${conversionId} and status = 'queued'`;
+    await tx`update files set status = 'running' where id = ${sourceId} and status = 'queued'`;
   });
 }
 
