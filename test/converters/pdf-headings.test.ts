@@ -60,3 +60,12 @@ t.test('without an outline, a manual gets its heading tree: numbered sections at
   t.same(order.map((s) => index.indexOf(s)).every((at, i, all) => at >= 0 && (i === 0 || at > all[i - 1]!)), true,
     'the index read column by column: each letter before its entries, A and B before C and D');
 });
+
+t.test('a contents page: its title is a heading, its bold entries over leader lines are not; a large mark in the margin or a large bullet does not make a line a heading', async (t) => {
+  const { markdown } = await convertWith(pdfConverter, await text.buildContentsPdf(dir));
+  t.same(headings(markdown), text.CONTENTS.headings, 'the title, "Contents" and the sections after the list, nothing else');
+  for (const entry of text.CONTENTS.entries) t.match(markdown, new RegExp(`^\\*\\*${entry}\\*\\*$`, 'm'), `"${entry}" is a bold line of the contents`);
+  t.match(markdown, /^Training the interviewers …$/m, 'leaders that end a line become " …"');
+  t.match(markdown, text.CONTENTS.marked[0]!, 'the line beside the "!!" is text');
+  t.match(markdown, new RegExp(`^- ${text.CONTENTS.marked[1]}$`, 'm'), 'the line after a large bullet is a list item');
+});

@@ -37,12 +37,20 @@ type Block =
 
 const SPACE = (like: PChar): PChar => ({ ...like, c: ' ', x0: like.x1, x1: like.x1 });
 
-/** Replaces dot leaders (". . . . ." in a table of contents) by one plain "…", in place. */
+/**
+ * Replaces dot leaders (". . . . ." in a table of contents) by one plain "…", in place; leaders
+ * that end the line (their page number set apart, in a column of its own) end it in " …".
+ */
 function collapseLeaders(chars: PChar[]): void {
   for (let i = 0; i < chars.length; i++) {
     if (chars[i]!.c !== '.') continue;
     let j = i, dots = 0;
     while (j < chars.length && (chars[j]!.c === '.' || chars[j]!.c === ' ')) { if (chars[j]!.c === '.') dots++; j++; }
+    if (dots >= 4 && j === chars.length && i > 0) {
+      const like = chars[i]!;
+      chars.splice(i, j - i, { ...like, c: ' ', style: 0, link: -1 }, { ...like, c: '…', style: 0, link: -1 });
+      return;
+    }
     if (dots >= 4 && j < chars.length) {
       const like = chars[i]!;
       chars.splice(i, j - i, { ...like, c: ' ', style: 0, link: -1 }, { ...like, c: '…', style: 0, link: -1 }, { ...like, c: ' ', style: 0, link: -1 });
@@ -52,6 +60,8 @@ function collapseLeaders(chars: PChar[]): void {
     }
   }
 }
+
+const WORD_CHAR_RE = /[\p{L}\p{N}]/u;
 
 /** True when most letters of the row are of a right-to-left script (Hebrew, Arabic, Persian). */
 const isRtlLine = (row: ReadonlyArray<Item & { kind: 'text' }>): boolean => mostlyRtl(row.flatMap((it) => it.frag.chars));
@@ -83,7 +93,10 @@ function linesOf(section: readonly Item[]): Array<Line | Item> {
     let style = ink.reduce((s, c) => s & c.style, BOLD | ITALIC);
     const monoCount = ink.filter((c) => c.style & MONO).length;
     if (monoCount >= ink.length * 0.8) style |= MONO;
-    const size = row.reduce((m, r) => Math.max(m, r.frag.size), 0);
+    // the line's size is that of its words: a large "!!" in the margin or a big bullet set on
+    // the line of a paragraph does not make it a title
+    const worded = row.filter((r) => r.frag.chars.some((c) => WORD_CHAR_RE.test(c.c)));
+    const size = (worded.length > 0 ? worded : row).reduce((m, r) => Math.max(m, r.frag.size), 0);
     const box = boxOf(row);
     out.push({
       chars, size, style, allMono: monoCount === ink.length, text: textOf(chars).trim(),
@@ -139,7 +152,7 @@ const isLine = (x: Line | Item): x is Line => !('kind' in x);
 const FIELD_RE = /^[\p{L}][\p{L}\d ./#&()'-]{0,30}:\s+\S/u;
 const endsSentence = (s: string): boolean => /[.!?:;"”’)]$/.test(s);
 /** A table-of-contents line: dot leaders before a page number. */
-const LEADERS_RE = /(\.\s?){4,}[^.]{0,3}\s*\S*\d+$| … \S*\d+$/;
+const LEADERS_RE = /(\.\s?){4,}[^.]{0,3}\s*\S*\d+$| … \S*\d+$| …$/;
 
 const CAPTION_RE = /^(table|figure|fig\.|chart|exhibit|plate|listing|source|note)s?\s*[\dIVX]+[a-z]?(\.\d+)?\s*[.:—–-]?(\s|$)/i;
 
@@ -182,6 +195,8 @@ function levelOf(line: Line, stats: DocStats | null, spaced: boolean, centred: b
   if (pageNumberAfterGap(line) || (/^[A-Z]\s+\p{Lu}/u.test(line.text) && /\s\d{1,4}$/.test(line.text))) return 0;
   if (DATE_RE.test(line.text)) return 0;
   if (!/\p{L}/u.test(line.text)) return 0;
+  // nor is an unnumbered line that breaks off at a comma, or one that opens a list
+  if ((depth === 0 && line.text.endsWith(',')) || BULLET_RE.test(line.text)) return 0;
   return depth > 0 ? depth : level;
 }
 
@@ -446,6 +461,26 @@ function assignLevels(blocks: Block[], opts: RenderOptions): void {
   }
 }
 
+const CONTENTS_RE = /^((table of )?contents|inhalt(sverzeichnis)?|table des matières|sommaire|índice|indice|inhoud(sopgave)?)$/i;
+
+/**
+ * On a contents page (titled so, and three lines or more end in leaders), a heading followed by
+ * leader lines is an entry set bold over the lines it holds ("Issue 1, February 2009", "3
+ * Examples"), not a section of the document: a paragraph. The page's title stays a heading, as
+ * do the sections set on the page beside or after the list.
+ */
+function contentsEntries(blocks: Block[]): Block[] {
+  const isLeader = (l: Line): boolean => LEADERS_RE.test(l.text);
+  const leaders = blocks.reduce((n, b) => n + ('lines' in b ? b.lines.filter(isLeader).length : 0), 0);
+  if (leaders < 3 || !blocks.some((b) => 'lines' in b && b.lines.some((l) => CONTENTS_RE.test(l.text)))) return blocks;
+  return blocks.map((b, i) => {
+    const next = blocks[i + 1];
+    const entry = b.kind === 'heading' && !b.byOutline && !CONTENTS_RE.test(b.lines[0]!.text) &&
+      next !== undefined && 'lines' in next && isLeader(next.lines[0]!);
+    return entry ? { kind: 'para', lines: b.lines } : b;
+  });
+}
+
 /** Markdown of one page from its sections (see layout.ts). */
 export function renderSections(sections: readonly Item[][], opts: RenderOptions): string {
   const out: string[] = [];
@@ -454,7 +489,7 @@ export function renderSections(sections: readonly Item[][], opts: RenderOptions)
     const box = boxOf(section);
     return slideRuns(blocksOf(section, opts, box, box.x1 - box.x0 <= (page.x1 - page.x0) * 0.6));
   });
-  const flat = all.flat();
+  const flat = contentsEntries(all.flat());
   assignLevels(flat, opts);
   let at = 0;
   for (const section of all) {
