@@ -68,4 +68,5 @@ t.test('a contents page: its title is a heading, its bold entries over leader li
   t.match(markdown, /^Training the interviewers …$/m, 'leaders that end a line become " …"');
   t.match(markdown, text.CONTENTS.marked[0]!, 'the line beside the "!!" is text');
   t.match(markdown, new RegExp(`^- ${text.CONTENTS.marked[1]}$`, 'm'), 'the line after a large bullet is a list item');
+  t.match(markdown, new RegExp(`^- \\*\\*${text.CONTENTS.point}\\*\\*$`, 'm'), 'a bullet set large and bold opens a list item, not a heading');
 });

@@ -46,14 +46,11 @@ function collapseLeaders(chars: PChar[]): void {
     if (chars[i]!.c !== '.') continue;
     let j = i, dots = 0;
     while (j < chars.length && (chars[j]!.c === '.' || chars[j]!.c === ' ')) { if (chars[j]!.c === '.') dots++; j++; }
-    if (dots >= 4 && j === chars.length && i > 0) {
+    const last = j === chars.length;
+    if (dots >= 4 && (!last || i > 0)) {
       const like = chars[i]!;
-      chars.splice(i, j - i, { ...like, c: ' ', style: 0, link: -1 }, { ...like, c: '…', style: 0, link: -1 });
-      return;
-    }
-    if (dots >= 4 && j < chars.length) {
-      const like = chars[i]!;
-      chars.splice(i, j - i, { ...like, c: ' ', style: 0, link: -1 }, { ...like, c: '…', style: 0, link: -1 }, { ...like, c: ' ', style: 0, link: -1 });
+      const mark = (c: string): PChar => ({ ...like, c, style: 0, link: -1 });
+      chars.splice(i, j - i, mark(' '), mark('…'), ...(last ? [] : [mark(' ')]));
       i += 2;
     } else {
       i = j;
@@ -195,8 +192,8 @@ function levelOf(line: Line, stats: DocStats | null, spaced: boolean, centred: b
   if (pageNumberAfterGap(line) || (/^[A-Z]\s+\p{Lu}/u.test(line.text) && /\s\d{1,4}$/.test(line.text))) return 0;
   if (DATE_RE.test(line.text)) return 0;
   if (!/\p{L}/u.test(line.text)) return 0;
-  // nor is an unnumbered line that breaks off at a comma, or one that opens a list
-  if ((depth === 0 && line.text.endsWith(',')) || BULLET_RE.test(line.text)) return 0;
+  // nor is a line that opens a list item ("• Expansion of macros" set large on a slide)
+  if (BULLET_RE.test(line.text)) return 0;
   return depth > 0 ? depth : level;
 }
 
