@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import * as mupdf from 'mupdf';
+import * as mupdf from '../../src/converters/shared/mupdf.js';
 import { pdfConverter } from '../../src/converters/pdf.js';
 import { numberDepth } from '../../src/converters/pdf/headings.js';
 import { bareKey, outlineKey, readOutline } from '../../src/converters/pdf/outline.js';

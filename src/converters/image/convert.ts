@@ -1,7 +1,7 @@
 // The image converter's work (image.ts is its shell): sharp, mupdf and tesseract run here, so
 // this module is loaded only where conversions and counts run — the pool's threads.
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import * as mupdf from 'mupdf';
+import * as mupdf from '../shared/mupdf.js';
 import sharp, { type FormatEnum, type Metadata, type Sharp } from 'sharp';
 import { ApiError } from '../../errors.js';
 import { describeImage, dominantColours, parseExif } from './describe.js';

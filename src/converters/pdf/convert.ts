@@ -11,7 +11,7 @@ import { joinPages } from './continued.js';
 import { readOutline } from './outline.js';
 import { convertPage } from './page.js';
 import { buildStats, type DocStats, pageSignals, samplePages } from './stats.js';
-import type * as mupdf from 'mupdf';
+import type * as mupdf from '../shared/mupdf.js';
 
 export { asDocumentError };
 

@@ -3,7 +3,8 @@
 // tables) and link targets, read from mupdf's structured text. Everything later in the
 // pipeline (statistics, tables, columns, Markdown) works on this model, never on mupdf objects.
 // Contract: call `destroy()` on the model when the page is done (it may hold mupdf Images).
-import * as mupdf from 'mupdf';
+import * as mupdf from '../shared/mupdf.js';
+import { walkStext } from './stext.js';
 import { type Box, BOLD, ITALIC, MONO, type PChar, type Frag, isMarkerText, SYMBOL } from './model.js';
 
 export interface ImageBox extends Box { image: mupdf.Image | null }
@@ -103,18 +104,20 @@ export function extractPage(page: mupdf.Page, doc: mupdf.Document, number: numbe
   const options = ['preserve-images', opts.vectors ? 'vectors' : ''].filter(Boolean).join(',');
   const stext = page.toStructuredText(options);
   try {
-    stext.walk({
-      beginLine() { push(); },
-      endLine() { push(); },
-      onChar(c, origin, font, size, quad) {
-        const ptr = font.pointer as unknown as number;
-        let style = fontStyles.get(ptr);
-        if (style === undefined) { style = styleOfFont(font); fontStyles.set(ptr, style); }
-        font.destroy();
-        const x0 = Math.min(quad[0], quad[4]) - bx0;
-        const x1 = Math.max(quad[2], quad[6]) - bx0;
+    walkStext(stext, {
+      beginLine: push,
+      endLine: push,
+      onChar(c, quad, baseline, size, font) {
+        let style = fontStyles.get(font);
+        if (style === undefined) {
+          const f = new mupdf.Font(font as unknown as mupdf.Font['pointer']);
+          try { style = styleOfFont(f); } finally { f.destroy(); }
+          fontStyles.set(font, style);
+        }
+        const x0 = Math.min(quad[0]!, quad[4]!) - bx0;
+        const x1 = Math.max(quad[2]!, quad[6]!) - bx0;
         c = symbolText(c, style);
-        const ch: PChar = { c, x0, x1, base: origin[1] - by0, size, style: style & ~SYMBOL, link: -1 };
+        const ch: PChar = { c, x0, x1, base: baseline - by0, size, style: style & ~SYMBOL, link: -1 };
         const ink = c.trim() !== '';
         if (ink) {
           inkChars++;
@@ -129,24 +132,21 @@ export function extractPage(page: mupdf.Page, doc: mupdf.Document, number: numbe
           return;
         }
         if (links.length > 0) {
-          const cx = (quad[0] + quad[2]) / 2;
-          const cy = (quad[1] + quad[5]) / 2;
+          const cx = (quad[0]! + quad[2]!) / 2;
+          const cy = (quad[1]! + quad[5]!) / 2;
           for (const l of links) {
             if (cx >= l.box.x0 && cx <= l.box.x1 && cy >= l.box.y0 && cy <= l.box.y1) { ch.link = l.index; break; }
           }
         }
         cur.push(ch);
       },
-      onImageBlock(bbox, _transform, image) {
+      onImageBlock(bbox, image) {
         const box = { x0: bbox[0] - bx0, y0: bbox[1] - by0, x1: bbox[2] - bx0, y1: bbox[3] - by0 };
         if (opts.keepImages) images.push({ ...box, image });
         else { image.destroy(); images.push({ ...box, image: null }); }
       },
-      onVector(bbox, flags) {
-        vectors.push({
-          x0: bbox[0] - bx0, y0: bbox[1] - by0, x1: bbox[2] - bx0, y1: bbox[3] - by0,
-          stroked: Boolean(flags?.isStroked), rect: Boolean(flags?.isRectangle),
-        });
+      onVector(bbox, stroked, rect) {
+        vectors.push({ x0: bbox[0] - bx0, y0: bbox[1] - by0, x1: bbox[2] - bx0, y1: bbox[3] - by0, stroked, rect });
       },
     });
   } finally {

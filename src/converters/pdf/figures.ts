@@ -4,7 +4,7 @@
 // above or below it. `describe` adds a one-paragraph description (size, text OCR'd from the
 // figure, or the vision model's description when one is configured); quality max adds the
 // figure's OCR'd text.
-import * as mupdf from 'mupdf';
+import * as mupdf from '../shared/mupdf.js';
 import sharp from 'sharp';
 import { joinLines, type OcrLanguage, recognize } from '../shared/ocr.js';
 import { estimateLineHeight, ocrScaleLimit, READABLE_LINE } from '../shared/text-size.js';

@@ -3,7 +3,7 @@
 // beyond repair, encrypted with a user password, no pages) becomes ApiError('invalid_document').
 // Contract: call `close()` on what `openPdf` returns, in a finally block.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import * as mupdf from 'mupdf';
+import * as mupdf from '../shared/mupdf.js';
 import { ApiError } from '../../errors.js';
 
 export interface OpenPdf {

@@ -3,7 +3,7 @@
 // after, where a destination points a little off) and the line that carries its title becomes
 // a heading at the entry's depth, capped at 6. A title set over two lines is followed onto the
 // second. Every entry is used once. Lines the outline does not name are not headings then.
-import type * as mupdf from 'mupdf';
+import type * as mupdf from '../shared/mupdf.js';
 
 export interface OutlineEntry {
   /** Letters and digits of the title, lower-cased: the form lines are compared in. */

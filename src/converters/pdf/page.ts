@@ -6,7 +6,7 @@
 // - standard / max: running heads dropped, ruled (and for accurate/max, aligned) tables,
 //   figures with captions, column-aware reading order, headings, lists, inline styles.
 // Contract: the page and every mupdf object made for it are destroyed before this returns.
-import * as mupdf from 'mupdf';
+import * as mupdf from '../shared/mupdf.js';
 import { ocrLanguages, ocrMarkdown, recognize, type OcrLanguage } from '../shared/ocr.js';
 import { estimateLineHeight, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext } from '../types.js';
