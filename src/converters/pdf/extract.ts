@@ -81,10 +81,33 @@ function linkAreas(page: mupdf.Page, doc: mupdf.Document): LinkArea[] {
   return out;
 }
 
+/** Height of the horizontal bands a page's links are filed in, in points. */
+const LINK_BAND = 8;
+
+/**
+ * The link areas filed by the bands of the page they reach into, each band's in link order: a
+ * character looks only at the links of its own band (a contents page has hundreds of links
+ * and thousands of characters), and takes the first that holds it, as a scan of all would.
+ */
+function bandsOf(links: readonly LinkArea[]): Map<number, LinkArea[]> {
+  const bands = new Map<number, LinkArea[]>();
+  for (const l of links) {
+    if (!(l.box.y1 >= l.box.y0)) continue;
+    const last = Math.min(Math.floor(l.box.y1 / LINK_BAND), Math.floor(l.box.y0 / LINK_BAND) + 10_000);
+    for (let b = Math.floor(l.box.y0 / LINK_BAND); b <= last; b++) {
+      let band = bands.get(b);
+      if (!band) bands.set(b, (band = []));
+      band.push(l);
+    }
+  }
+  return bands;
+}
+
 /** Reads one loaded page into a PageModel. Splits a mupdf line where a gap is wider than an em. */
 export function extractPage(page: mupdf.Page, doc: mupdf.Document, number: number, opts: ExtractOptions = {}): PageModel {
   const [bx0, by0, bx1, by1] = page.getBounds();
   const links = opts.links ? linkAreas(page, doc) : [];
+  const linkBands = links.length > 0 ? bandsOf(links) : null;
   const fontStyles = new Map<number, number>();
   const frags: Frag[] = [];
   const images: ImageBox[] = [];
@@ -131,10 +154,10 @@ export function extractPage(page: mupdf.Page, doc: mupdf.Document, number: numbe
         } else if (cur.length === 0) {
           return;
         }
-        if (links.length > 0) {
+        if (linkBands) {
           const cx = (quad[0]! + quad[2]!) / 2;
           const cy = (quad[1]! + quad[5]!) / 2;
-          for (const l of links) {
+          for (const l of linkBands.get(Math.floor(cy / LINK_BAND)) ?? []) {
             if (cx >= l.box.x0 && cx <= l.box.x1 && cy >= l.box.y0 && cy <= l.box.y1) { ch.link = l.index; break; }
           }
         }

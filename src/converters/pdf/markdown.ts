@@ -5,7 +5,9 @@
 // With `structure` off (quality fast) every text block is a plain paragraph.
 import { type HeadingStyle, isBoldRun, numberDepth, roundSize, stronger, styleKey } from './headings.js';
 import { escapeBlockStart, inlineMarkdown } from './inline.js';
-import { BOLD, type Box, BULLET_RE, boxOf, ITALIC, type Item, median, MONO, mostlyRtl, ORDERED_RE, type PChar, textOf } from './model.js';
+import {
+  BOLD, type Box, BULLET_RE, boxOf, isInk, isLetter, isWordChar, ITALIC, type Item, median, MONO, mostlyRtlRuns, ORDERED_RE, type PChar, textOf,
+} from './model.js';
 import type { OutlineMatcher } from './outline.js';
 import { type DocStats, headingLevel } from './stats.js';
 
@@ -35,7 +37,7 @@ type Block =
   | { kind: 'item'; ordered: number | null; indent: number; lines: Line[] }
   | { kind: 'raw'; markdown: string };
 
-const SPACE = (like: PChar): PChar => ({ ...like, c: ' ', x0: like.x1, x1: like.x1 });
+const SPACE = (like: PChar): PChar => ({ c: ' ', x0: like.x1, x1: like.x1, base: like.base, size: like.size, style: like.style, link: like.link });
 
 /**
  * Replaces dot leaders (". . . . ." in a table of contents) by one plain "…", in place; leaders
@@ -58,10 +60,8 @@ function collapseLeaders(chars: PChar[]): void {
   }
 }
 
-const WORD_CHAR_RE = /[\p{L}\p{N}]/u;
-
 /** True when most letters of the row are of a right-to-left script (Hebrew, Arabic, Persian). */
-const isRtlLine = (row: ReadonlyArray<Item & { kind: 'text' }>): boolean => mostlyRtl(row.flatMap((it) => it.frag.chars));
+const isRtlLine = (row: ReadonlyArray<Item & { kind: 'text' }>): boolean => mostlyRtlRuns(row.map((it) => it.frag.chars));
 
 /** Merges the section's text items that share a baseline into lines, keeping other items. */
 function linesOf(section: readonly Item[]): Array<Line | Item> {
@@ -78,22 +78,33 @@ function linesOf(section: readonly Item[]): Array<Line | Item> {
       const gap = prev === null ? 0 : rtl ? prev.x0 - it.x1 : it.x0 - prev.x1;
       // pieces that touch (a full stop the PDF set apart) join without a space
       if (chars.length > 0 && gap > it.frag.size * 0.1) chars.push(SPACE(chars[chars.length - 1]!));
-      chars.push(...it.frag.chars.filter((c) => c.c !== '\u00ad'));
+      for (const c of it.frag.chars) if (c.c !== '\u00ad') chars.push(c);
       prev = it;
     }
     collapseLeaders(chars);
     unknownBullet(chars);
     superscriptMarkers(chars);
-    const ink = chars.filter((c) => c.c.trim() !== '');
+    const ink: PChar[] = [];
     // bold/italic must hold for every character; a code line may contain a few glyphs the
     // PDF drew from a fallback font, so monospace needs only most of them
-    let style = ink.reduce((s, c) => s & c.style, BOLD | ITALIC);
-    const monoCount = ink.filter((c) => c.style & MONO).length;
+    let style = BOLD | ITALIC;
+    let monoCount = 0;
+    for (const c of chars) {
+      if (!isInk(c.c)) continue;
+      ink.push(c);
+      style &= c.style;
+      if (c.style & MONO) monoCount++;
+    }
     if (monoCount >= ink.length * 0.8) style |= MONO;
     // the line's size is that of its words: a large "!!" in the margin or a big bullet set on
     // the line of a paragraph does not make it a title
-    const worded = row.filter((r) => r.frag.chars.some((c) => WORD_CHAR_RE.test(c.c)));
-    const size = (worded.length > 0 ? worded : row).reduce((m, r) => Math.max(m, r.frag.size), 0);
+    let size = 0;
+    let wordedSize = -1;
+    for (const r of row) {
+      size = Math.max(size, r.frag.size);
+      if (r.frag.size > wordedSize && r.frag.chars.some((c) => isWordChar(c.c))) wordedSize = r.frag.size;
+    }
+    if (wordedSize >= 0) size = wordedSize;
     const box = boxOf(row);
     out.push({
       chars, size, style, allMono: monoCount === ink.length, text: textOf(chars).trim(),
@@ -134,15 +145,20 @@ const SUPERSCRIPT: Record<string, string> = { 0: '⁰', 1: '¹', 2: '²', 3: '³
  * superscript digits, so they read "word³" and "³We refer to", never "word3" / "3We refer to".
  */
 function superscriptMarkers(chars: PChar[]): void {
-  const letters = chars.filter((c) => /\p{L}/u.test(c.c));
+  // most lines have no digit: nothing to look at
+  if (!chars.some((c) => isDigit(c.c))) return;
+  const letters = chars.filter((c) => isLetter(c.c));
   if (letters.length === 0) return;
   const size = median(letters.map((c) => c.size));
   const base = median(letters.map((c) => c.base));
   for (const [i, ch] of chars.entries()) {
-    if (!/^\d$/.test(ch.c) || ch.size > size * 0.8 || base - ch.base < size * 0.2) continue;
+    if (!isDigit(ch.c) || ch.size > size * 0.8 || base - ch.base < size * 0.2) continue;
     chars[i] = { ...ch, c: SUPERSCRIPT[ch.c]! };
   }
 }
+
+/** One ASCII digit (what /^\d$/ matches). */
+const isDigit = (c: string): boolean => c.length === 1 && c >= '0' && c <= '9';
 
 const isLine = (x: Line | Item): x is Line => !('kind' in x);
 /** A form line: a short label ending in a colon, then its value ("Report ID: SPARSE-1234"). */

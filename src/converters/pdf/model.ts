@@ -55,18 +55,54 @@ export function boxOf(items: readonly Box[]): Box {
 const RTL_RE = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]/u;
 const LETTER_RE = /\p{L}/u;
 
-/** True when most letters of `chars` are of a right-to-left script (Hebrew, Arabic, Persian). */
-export function mostlyRtl(chars: Iterable<PChar>): boolean {
-  let rtl = 0, letters = 0;
+/** Adds the letters of `chars`, and of those the right-to-left ones, to `n`. */
+function countLetters(chars: Iterable<PChar>, n: { rtl: number; letters: number }): void {
   for (const ch of chars) {
     const code = ch.c.charCodeAt(0);
     // ASCII first: the common case, without a regular expression
-    if (code < 0x80) { if ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) letters++; continue; }
+    if (code < 0x80) { if ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) n.letters++; continue; }
     if (!LETTER_RE.test(ch.c)) continue;
-    letters++;
-    if (RTL_RE.test(ch.c)) rtl++;
+    n.letters++;
+    if (RTL_RE.test(ch.c)) n.rtl++;
   }
-  return rtl > letters / 2;
+}
+
+/** True when most letters of `chars` are of a right-to-left script (Hebrew, Arabic, Persian). */
+export function mostlyRtl(chars: Iterable<PChar>): boolean {
+  const n = { rtl: 0, letters: 0 };
+  countLetters(chars, n);
+  return n.rtl > n.letters / 2;
+}
+
+/** mostlyRtl of several runs of characters taken as one. */
+export function mostlyRtlRuns(runs: ReadonlyArray<readonly PChar[]>): boolean {
+  const n = { rtl: 0, letters: 0 };
+  for (const chars of runs) countLetters(chars, n);
+  return n.rtl > n.letters / 2;
+}
+
+/** True for a letter (any script); ASCII without a regular expression. */
+export function isLetter(c: string): boolean {
+  const code = c.charCodeAt(0);
+  if (code < 0x80) return (code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a;
+  return LETTER_RE.test(c);
+}
+
+const WORD_CHAR_RE = /[\p{L}\p{N}]/u;
+
+/** True for a letter or a digit (any script); ASCII without a regular expression. */
+export function isWordChar(c: string): boolean {
+  const code = c.charCodeAt(0);
+  if (code < 0x80) return (code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a);
+  return WORD_CHAR_RE.test(c);
+}
+
+/** True for a character that is not white space (what `c.trim() !== ''` says), printable ASCII
+ *  without a call. */
+export function isInk(c: string): boolean {
+  const code = c.charCodeAt(0);
+  if (code > 0x20 && code < 0x7f) return true;
+  return c.trim() !== '';
 }
 
 /** True for a character that reads left to right inside right-to-left text: a Latin letter or
