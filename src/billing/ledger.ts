@@ -75,6 +75,22 @@ export async function grantCredits(sql: Sql, accountId: string, amount: number, 
  * reservation) and releases the rest, once per conversion. Undefined when it never reserved.
  */
 export async function settleRows(tx: Sql, accountId: string, conversionId: string, charged: number): Promise<Settlement | undefined> {
+  const wanted = Math.max(0, Math.trunc(charged));
+  // The common case in one statement: the release (the reservation's amount) and the charge (at
+  // most that). A concurrent settle of the same conversion waits on the release's unique index,
+  // then inserts nothing: told apart below from a conversion that reserved nothing.
+  const [first] = await tx`
+    with rel as (
+      insert into ledger (account_id, conversion_id, kind, amount)
+      select account_id, conversion_id, 'release', -amount from ledger
+      where conversion_id = ${conversionId} and kind = 'reserve' and account_id = ${accountId}
+      on conflict do nothing returning amount),
+    ch as (
+      insert into ledger (account_id, conversion_id, kind, amount)
+      select ${accountId}, ${conversionId}, 'charge', -least(${wanted}::int, amount) from rel
+      where least(${wanted}::int, amount) > 0 returning amount)
+    select rel.amount as reserved, coalesce((select -amount from ch), 0) as charged from rel`;
+  if (first) return { reserved: Number(first.reserved), charged: Number(first.charged), first: true };
   const [r] = await tx`select -amount as reserved from ledger
                        where conversion_id = ${conversionId} and kind = 'reserve' and account_id = ${accountId}`;
   if (!r) return undefined;

@@ -20,8 +20,8 @@ export function finishSource(
   guard?: (tx: Sql) => Promise<boolean>,
   settle?: (tx: Sql, charged: number) => Promise<void>,
 ): Promise<RolledUp | null> {
-  return recordSourceOutcome(sql, conv, sourceId, outcome, guard, async (tx, charged) => {
+  return recordSourceOutcome(sql, conv, sourceId, outcome, guard, async (tx, charged, status) => {
     await settle?.(tx, charged);
-    await enqueueConversionEvent(tx, conv.id);
+    await enqueueConversionEvent(tx, conv.id, { accountId: conv.accountId, status });
   });
 }

@@ -56,10 +56,11 @@ export async function renew(sql: Sql, owner: string, ids: string[]): Promise<Set
 
 /** Marks a job done inside the caller's transaction; false when this owner no longer holds it.
  *  The owner stays on the row: it says who recorded the outcome (see recordedStatus). */
-export async function completeJob(tx: Sql, owner: string, id: string): Promise<boolean> {
-  const rows = await tx`update jobs set status = 'done', lease_until = null
-                        where id = ${id} and lease_owner = ${owner} and status = 'running' returning id`;
-  return rows.length === 1;
+export function completeJob(tx: Sql, owner: string, id: string): Promise<boolean> {
+  // Sent at once (execute), so that a statement the caller issues after this one runs after it.
+  return tx`update jobs set status = 'done', lease_until = null
+            where id = ${id} and lease_owner = ${owner} and status = 'running' returning id`.execute()
+    .then((rows) => rows.length === 1);
 }
 
 /**

@@ -60,8 +60,9 @@ export async function insertConversion(sql: Sql, c: NewConversion, files: NewFil
   });
 }
 
-async function insertFiles(sql: Sql, c: { id: string; accountId: string; expiresAt: Date | null }, files: NewFile[]): Promise<void> {
-  if (files.length === 0) return;
+/** Sent at once (execute): a statement issued after it runs after it. */
+function insertFiles(sql: Sql, c: { id: string; accountId: string; expiresAt: Date | null }, files: NewFile[]): Promise<unknown> {
+  if (files.length === 0) return Promise.resolve();
   const rows = files.map((f) => ({
     id: f.id, conversion_id: c.id, account_id: c.accountId, position: f.position, role: f.role,
     source_id: f.sourceId ?? null, name: f.name, mime: f.mime, status: f.status ?? null,
@@ -70,7 +71,7 @@ async function insertFiles(sql: Sql, c: { id: string; accountId: string; expires
     error: f.error ? sql.json(f.error as never) : null, expires_at: c.expiresAt,
     fetched_from: f.fetched?.url ?? null, fetched_kind: f.fetched?.kind ?? null,
   }));
-  await sql`insert into files ${sql(rows)}`;
+  return sql`insert into files ${sql(rows)}`.execute();
 }
 
 export async function markSourceRunning(sql: Sql, conversionId: string, sourceId: string): Promise<void> {
@@ -78,8 +79,11 @@ export async function markSourceRunning(sql: Sql, conversionId: string, sourceId
     // The conversion's row before its files', as a delete (conversions, cascading to files) and
     // recordSourceOutcome take them; the other order deadlocked. When the conversion is running
     // already (a second source) no row is locked here, and nothing is asked of it after the file.
-    await tx`update conversions set status = 'running' where id = ${conversionId} and status = 'queued'`;
-    await tx`update files set status = 'running' where id = ${sourceId} and status = 'queued'`;
+    // Sent together (one round trip), run in this order.
+    await Promise.all([
+      tx`update conversions set status = 'running' where id = ${conversionId} and status = 'queued'`.execute(),
+      tx`update files set status = 'running' where id = ${sourceId} and status = 'queued'`.execute(),
+    ]);
   });
 }
 
@@ -98,26 +102,29 @@ export async function recordSourceOutcome(
   sourceId: string,
   outcome: { outputs: NewFile[]; pages: number | null; credits: number } | { error: Problem },
   guard?: (tx: Sql) => Promise<boolean>,
-  onTerminal?: (tx: Sql, charged: number) => Promise<void>,
+  onTerminal?: (tx: Sql, charged: number, status: ConversionStatus) => Promise<void>,
 ): Promise<RolledUp | null> {
   return sql.begin(async (tx) => {
     const t = tx as unknown as Sql;
+    // Statements that do not wait on an answer before them are sent together and run in the
+    // order they are written: the guard and the lock in one round trip, the writes and the
+    // roll-up in another.
     // A job's outcome counts only while its process still holds the job (see jobs/queue.ts).
-    if (guard && !(await guard(t))) return null;
+    const guarded = guard ? guard(t) : Promise.resolve(true);
     // Locked first: concurrent finishes of one conversion's sources roll up one after the other,
     // each seeing the other's files, and exactly one of them sees completed_at go from unset to set.
-    const [before] = await t`select completed_at from conversions where id = ${conv.id} for update`;
-    if ('error' in outcome) {
-      await t`update files set status = 'failed', error = ${t.json(outcome.error as never)}, credits = 0
-              where id = ${sourceId}`;
-    } else {
-      await insertFiles(t, conv, outcome.outputs);
-      await t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
-              where id = ${sourceId}`;
-    }
-    const rolled = await rollUp(t, conv.id);
+    const locked = t`select completed_at from conversions where id = ${conv.id} for update`.execute();
+    const [held, [before]] = await Promise.all([guarded, locked]);
+    if (!held) return null;
+    const writes = 'error' in outcome
+      ? [t`update files set status = 'failed', error = ${t.json(outcome.error as never)}, credits = 0
+           where id = ${sourceId}`.execute()]
+      : [insertFiles(t, conv, outcome.outputs),
+        t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
+          where id = ${sourceId}`.execute()];
+    const [rolled] = await Promise.all([rollUp(t, conv.id), ...writes]);
     if (before && before.completed_at === null && isTerminal(rolled.status)) {
-      await onTerminal?.(t, rolled.charged);
+      await onTerminal?.(t, rolled.charged, rolled.status);
     }
     return rolled;
   });
@@ -130,7 +137,8 @@ export interface RolledUp {
   charged: number;
 }
 
-/** Derives the conversion's status from its sources; sets completed_at when all are done. */
+/** Derives the conversion's status from its sources; sets completed_at when all are done. Sent
+ *  at once (execute): it sees what the statements issued before it wrote. */
 export async function rollUp(sql: Sql, conversionId: string): Promise<RolledUp> {
   const [row] = await sql`
     with s as (
@@ -149,7 +157,7 @@ export async function rollUp(sql: Sql, conversionId: string): Promise<RolledUp> 
       completed_at = case when s.pending = 0 then coalesce(c.completed_at, now()) else null end,
       credits_charged = s.charged
     from s where c.id = ${conversionId}
-    returning c.status, c.credits_charged, c.completed_at`;
+    returning c.status, c.credits_charged, c.completed_at`.execute();
   return { status: row!.status as ConversionStatus, charged: Number(row!.credits_charged), completedAt: row!.completed_at as Date | null };
 }
 

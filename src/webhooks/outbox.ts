@@ -34,13 +34,20 @@ export function eventBody(id: string, type: string, createdAt: Date, object: unk
 }
 
 /** Returns the event id, or undefined when no endpoint wants it. */
-export async function enqueueConversionEvent(tx: Sql, conversionId: string): Promise<string | undefined> {
+export async function enqueueConversionEvent(tx: Sql, conversionId: string,
+  known?: { accountId: string; status: ConversionStatus }): Promise<string | undefined> {
+  // A caller that has just ended the conversion knows its account and status: an account with no
+  // subscriber costs one statement, and the row is read only for an event to write.
+  if (known && !isTerminal(known.status)) return undefined;
+  const listeners = (accountId: string, status: ConversionStatus) => tx`select id from webhook_endpoints
+    where account_id = ${accountId} and status = 'enabled' and ${eventTypeOf(status)} = any(event_types)`;
+  let endpoints = known ? await listeners(known.accountId, known.status) : undefined;
+  if (endpoints?.length === 0) return undefined;
   const [row] = await tx`select * from conversions where id = ${conversionId}`;
   const conv = row as ConversionRow | undefined;
   if (!conv || !isTerminal(conv.status)) return undefined;
   const type = eventTypeOf(conv.status);
-  const endpoints = await tx`select id from webhook_endpoints
-    where account_id = ${conv.account_id} and status = 'enabled' and ${type} = any(event_types)`;
+  endpoints ??= await listeners(conv.account_id, conv.status);
   if (endpoints.length === 0) return undefined;
   const id = newId('evt');
   const createdAt = new Date();
