@@ -81,11 +81,16 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
       throw new ApiError('invalid_document', `The conversion stopped its worker ${job.attempts - 1} times; the document is not converted.`);
     }
     await answered(markSourceRunning(ctx.sql, conv.id, source.id));
-    let last = 0;
+    // Progress is written every PROGRESS_EVERY_MS from that long after the start, and at the end
+    // of a conversion that wrote some: one that ends sooner writes none (its outcome follows at
+    // once), which spares most documents two commits.
+    let last = Date.now();
+    let written = false;
     const onProgress = (done: number, total: number): void => {
       const now = Date.now();
-      if (now - last < PROGRESS_EVERY_MS && done < total) return;
+      if (now - last < PROGRESS_EVERY_MS && !(done >= total && written)) return;
       last = now;
+      written = true;
       void setProgress(ctx.sql, ctx.runner.owner, job.id, done, total).catch(() => {});
     };
     // A job's source is always a blob: only sources rendered in their request are kept in rows.
