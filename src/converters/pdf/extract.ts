@@ -5,7 +5,7 @@
 // Contract: call `destroy()` on the model when the page is done (it may hold mupdf Images).
 import * as mupdf from '../shared/mupdf.js';
 import { walkStext } from './stext.js';
-import { type Box, BOLD, ITALIC, MONO, type PChar, type Frag, isMarkerText, SYMBOL } from './model.js';
+import { type Box, BOLD, isInk, ITALIC, MONO, type PChar, type Frag, isMarkerText, SYMBOL } from './model.js';
 
 export interface ImageBox extends Box { image: mupdf.Image | null }
 export interface VecBox extends Box { stroked: boolean; rect: boolean }
@@ -83,6 +83,9 @@ function linkAreas(page: mupdf.Page, doc: mupdf.Document): LinkArea[] {
 
 /** Height of the horizontal bands a page's links are filed in, in points. */
 const LINK_BAND = 8;
+/** Bands one link is filed in at most: past any real page's height (80,000 pt), so that a
+ *  link box of absurd size costs a bounded loop. */
+const MAX_LINK_BANDS = 10_000;
 
 /**
  * The link areas filed by the bands of the page they reach into, each band's in link order: a
@@ -93,7 +96,7 @@ function bandsOf(links: readonly LinkArea[]): Map<number, LinkArea[]> {
   const bands = new Map<number, LinkArea[]>();
   for (const l of links) {
     if (!(l.box.y1 >= l.box.y0)) continue;
-    const last = Math.min(Math.floor(l.box.y1 / LINK_BAND), Math.floor(l.box.y0 / LINK_BAND) + 10_000);
+    const last = Math.min(Math.floor(l.box.y1 / LINK_BAND), Math.floor(l.box.y0 / LINK_BAND) + MAX_LINK_BANDS);
     for (let b = Math.floor(l.box.y0 / LINK_BAND); b <= last; b++) {
       let band = bands.get(b);
       if (!band) bands.set(b, (band = []));
@@ -141,8 +144,7 @@ export function extractPage(page: mupdf.Page, doc: mupdf.Document, number: numbe
         const x1 = Math.max(quad[2]!, quad[6]!) - bx0;
         c = symbolText(c, style);
         const ch: PChar = { c, x0, x1, base: baseline - by0, size, style: style & ~SYMBOL, link: -1 };
-        const ink = c.trim() !== '';
-        if (ink) {
+        if (isInk(c)) {
           inkChars++;
           if (isBad(c)) badChars++;
           if (lastInk && x0 - lastInk.x1 > Math.max(size, 4) && !isMarkerText(cur)) push();

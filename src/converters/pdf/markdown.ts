@@ -6,7 +6,7 @@
 import { type HeadingStyle, isBoldRun, numberDepth, roundSize, stronger, styleKey } from './headings.js';
 import { escapeBlockStart, inlineMarkdown } from './inline.js';
 import {
-  BOLD, type Box, BULLET_RE, boxOf, isInk, isLetter, isWordChar, ITALIC, type Item, median, MONO, mostlyRtlRuns, ORDERED_RE, type PChar, textOf,
+  BOLD, type Box, BULLET_RE, boxOf, isInk, isLetter, isWordChar, ITALIC, type Item, median, MONO, mostlyRtl, ORDERED_RE, type PChar, textOf,
 } from './model.js';
 import type { OutlineMatcher } from './outline.js';
 import { type DocStats, headingLevel } from './stats.js';
@@ -61,7 +61,7 @@ function collapseLeaders(chars: PChar[]): void {
 }
 
 /** True when most letters of the row are of a right-to-left script (Hebrew, Arabic, Persian). */
-const isRtlLine = (row: ReadonlyArray<Item & { kind: 'text' }>): boolean => mostlyRtlRuns(row.map((it) => it.frag.chars));
+const isRtlLine = (row: ReadonlyArray<Item & { kind: 'text' }>): boolean => mostlyRtl(...row.map((it) => it.frag.chars));
 
 /** Merges the section's text items that share a baseline into lines, keeping other items. */
 function linesOf(section: readonly Item[]): Array<Line | Item> {

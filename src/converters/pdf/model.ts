@@ -55,30 +55,18 @@ export function boxOf(items: readonly Box[]): Box {
 const RTL_RE = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]/u;
 const LETTER_RE = /\p{L}/u;
 
-/** Adds the letters of `chars`, and of those the right-to-left ones, to `n`. */
-function countLetters(chars: Iterable<PChar>, n: { rtl: number; letters: number }): void {
-  for (const ch of chars) {
-    const code = ch.c.charCodeAt(0);
-    // ASCII first: the common case, without a regular expression
-    if (code < 0x80) { if ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) n.letters++; continue; }
-    if (!LETTER_RE.test(ch.c)) continue;
-    n.letters++;
-    if (RTL_RE.test(ch.c)) n.rtl++;
+/** True when most letters of `runs` (one run of characters, or several read as one) are of a
+ *  right-to-left script (Hebrew, Arabic, Persian). */
+export function mostlyRtl(...runs: ReadonlyArray<readonly PChar[]>): boolean {
+  let rtl = 0, letters = 0;
+  for (const chars of runs) {
+    for (const ch of chars) {
+      if (!isLetter(ch.c)) continue;
+      letters++;
+      if (ch.c.charCodeAt(0) >= 0x80 && RTL_RE.test(ch.c)) rtl++;
+    }
   }
-}
-
-/** True when most letters of `chars` are of a right-to-left script (Hebrew, Arabic, Persian). */
-export function mostlyRtl(chars: Iterable<PChar>): boolean {
-  const n = { rtl: 0, letters: 0 };
-  countLetters(chars, n);
-  return n.rtl > n.letters / 2;
-}
-
-/** mostlyRtl of several runs of characters taken as one. */
-export function mostlyRtlRuns(runs: ReadonlyArray<readonly PChar[]>): boolean {
-  const n = { rtl: 0, letters: 0 };
-  for (const chars of runs) countLetters(chars, n);
-  return n.rtl > n.letters / 2;
+  return rtl > letters / 2;
 }
 
 /** True for a letter (any script); ASCII without a regular expression. */
