@@ -6,11 +6,17 @@
 // transaction of its own that also updates its account's monthly counter row, and that row lock
 // makes every submit of an account wait for the commit before it: one commit at a time.
 //
-// Round trips of a batch: BEGIN; the counter rows made and locked (with the webhook subscribers
-// of finished conversions, pipelined); the keys claimed, when some member has one; every write
-// pipelined; COMMIT. Statements are issued together (postgres.js sends the queries of a
-// transaction without waiting for the answers of the ones before) and are prepared (db.ts keeps
-// the client's default).
+// A batch is first sent whole, in one round trip (`commitAtOnce`): BEGIN, one statement that
+// adds the batch's files to its accounts' counters and checks that every account is still within
+// its allowance and that no finished conversion has a webhook subscriber, one that claims the
+// Idempotency-Keys and checks that each was won, every write, and COMMIT. A check that fails
+// raises (group_commit_check, migration 0008): the statements after it fail, the COMMIT rolls
+// the transaction back, and the batch goes the careful way (`commitCarefully`), where each
+// decision is read before the writes: BEGIN; the counter rows made and locked (with the webhook
+// subscribers, pipelined); the keys claimed; every write pipelined, with the webhook events;
+// COMMIT. Sent at once, the counter rows are also locked for the time Postgres takes to run the
+// batch, not for the round trips to this process: a batch of another acceptor thread, or another
+// process, waits that much less. Statements are prepared (db.ts keeps the client's default).
 //
 // What each member is promised is what its own transaction promised:
 // - the monthly allowance stays exact: the counter rows of the batch's accounts are locked (in
@@ -119,6 +125,43 @@ export class GroupCommit {
 
   /** One transaction for the batch; returns the members refused (allowance, key taken). */
   private async commit(items: GroupedConversion[]): Promise<Map<GroupedConversion, Error>> {
+    if (!hasKeyTwice(items) && await this.commitAtOnce(items)) {
+      this.stats.batches++;
+      this.stats.conversions += items.length;
+      return new Map();
+    }
+    return this.commitCarefully(items);
+  }
+
+  /**
+   * The batch in one round trip, every member admitted; false (and nothing written) when a check
+   * failed: some account would pass its allowance, a key is held, or a finished conversion's
+   * account has a webhook subscriber (its event is built from the stored rows).
+   */
+  private async commitAtOnce(items: GroupedConversion[]): Promise<boolean> {
+    const t = await this.sql.reserve();
+    let failure: unknown;
+    try {
+      failure = await firstFailure([
+        t`begin`.execute(),
+        checkedCounters(t, items).execute(),
+        ...checkedClaims(t, items).map((q) => q.execute()),
+        ...writes(t, items).map((q) => q.execute()),
+        t`commit`.execute(),
+      ]);
+    } finally {
+      // A connection that closed is already back among the pool's closed ones: released, it
+      // would be handed out again as if it were open.
+      if (!CLOSED.has((failure as { code?: string } | undefined)?.code ?? '')) t.release();
+    }
+    if (failure === undefined) return true;
+    // After a failed statement Postgres answers the COMMIT by rolling back.
+    if ((failure as { code?: string }).code === CHECK_FAILED) return false;
+    throw failure;
+  }
+
+  /** The batch with each decision read before the writes (see the head of this file). */
+  private async commitCarefully(items: GroupedConversion[]): Promise<Map<GroupedConversion, Error>> {
     const refused = new Map<GroupedConversion, Error>();
     await this.sql.begin(async (tx) => {
       const t = tx as unknown as Sql;
@@ -126,30 +169,17 @@ export class GroupCommit {
       let admitted = admitMonthly(counters, items, refused);
       admitted = await claimKeys(t, admitted, refused);
       if (admitted.length === 0) return;
-      const files = admitted.flatMap((c) => c.files.map((f) => fileValues(t, c.row, f)));
-      const reserves = admitted.filter((c) => c.reserved !== undefined);
-      const jobs = admitted.flatMap((c) => (c.jobs ?? []).map((j) => ({
-        id: j.id, conversion_id: c.row.id, source_id: j.sourceId, account_id: c.row.account_id,
-      })));
-      const added = new Map<string, number>();
-      for (const c of admitted) added.set(c.row.account_id, (added.get(c.row.account_id) ?? 0) + c.monthlyFiles);
+      const added = filesByAccount(admitted);
       // Issued together: one round trip for all the writes. A query is sent when it is first
       // awaited or executed, so each is executed here in the order the server must run them
       // (the events read the conversions inserted before them).
-      const writes = [
-        t`update monthly_usage m set files = m.files + d.n
+      const counted = t`update monthly_usage m set files = m.files + d.n
           from unnest(${t.array([...added.keys()])}::text[], ${t.array([...added.values()])}::int[]) as d(a, n)
-          where m.account_id = d.a and m.month = ${t.unsafe(MONTH)}`.execute(),
-        t`insert into conversions ${t(admitted.map((c) => conversionValues(t, c.row)))}`.execute(),
-        files.length > 0 ? t`insert into files ${t(files)}`.execute() : undefined,
-        reserves.length > 0 ? t`insert into ledger (account_id, conversion_id, kind, amount)
-          select a, c, 'reserve', -n from unnest(${t.array(reserves.map((c) => c.row.account_id))}::text[],
-            ${t.array(reserves.map((c) => c.row.id))}::text[], ${t.array(reserves.map((c) => c.reserved!))}::int[]) as r(a, c, n)`.execute() : undefined,
-        jobs.length > 0 ? t`insert into jobs ${t(jobs)}`.execute() : undefined,
-      ];
+          where m.account_id = d.a and m.month = ${t.unsafe(MONTH)}`.execute();
+      const written = writes(t, admitted).map((q) => q.execute());
       const events = admitted.filter((c) => isTerminal(c.row.status) && listening.has(c.row.account_id))
         .map((c) => enqueueConversionEvent(t, c.row.id));
-      await Promise.all([...writes, ...events]);
+      await Promise.all([counted, ...written, ...events]);
       this.stats.batches++;
       this.stats.conversions += admitted.length;
     });
@@ -158,6 +188,118 @@ export class GroupCommit {
 }
 
 const MONTH = 'date_trunc(\'month\', now() at time zone \'utc\')::date';
+
+/** The SQLSTATE group_commit_check raises. */
+const CHECK_FAILED = 'DP001';
+
+/** The driver's errors for a connection that closed under its queries. */
+const CLOSED = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED']);
+
+/**
+ * The first statement's error (in the order sent), or undefined once all succeeded. A failure
+ * of the connection settles it at once: statements the driver still held back behind it (it
+ * waits for a new statement's description before sending the next) are never answered.
+ */
+function firstFailure(statements: Array<Promise<unknown>>): Promise<unknown> {
+  return new Promise((resolve) => {
+    let left = statements.length;
+    let first: unknown;
+    const done = (): void => { if (--left === 0) resolve(first); };
+    for (const q of statements) {
+      q.then(done, (err: unknown) => {
+        first ??= err;
+        if (isDependencyDown(err)) resolve(err);
+        else done();
+      });
+    }
+  });
+}
+
+/** A member's Idempotency-Key, as its claim's row is keyed. */
+function keyOf(c: GroupedConversion): string {
+  return `${c.row.account_id}\n${c.claim!.endpoint}\n${c.claim!.key}`;
+}
+
+/** Members with a key, in key order: two batches claiming the same keys wait, not deadlock. */
+function byKey(items: GroupedConversion[]): GroupedConversion[] {
+  return items.filter((c) => c.claim).map((c) => [keyOf(c), c] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, c]) => c);
+}
+
+/** A key claimed twice in one batch: the later member is refused, which the careful path decides. */
+function hasKeyTwice(items: GroupedConversion[]): boolean {
+  const keys = new Set<string>();
+  for (const c of items) {
+    if (!c.claim) continue;
+    if (keys.has(keyOf(c))) return true;
+    keys.add(keyOf(c));
+  }
+  return false;
+}
+
+/** Source files per account. */
+function filesByAccount(items: GroupedConversion[]): Map<string, number> {
+  const added = new Map<string, number>();
+  for (const c of items) added.set(c.row.account_id, (added.get(c.row.account_id) ?? 0) + c.monthlyFiles);
+  return added;
+}
+
+/**
+ * Adds the batch's files to its accounts' counters (made when missing, locked in account order
+ * as lockCounters does) and checks that each account stays within the smallest allowance of its
+ * members (then every member fits, in any order), and that no account of a finished conversion
+ * subscribes to its event.
+ */
+function checkedCounters(t: Sql, items: GroupedConversion[]) {
+  const added = filesByAccount(items);
+  const limits = new Map<string, number>();
+  for (const c of items) limits.set(c.row.account_id, Math.min(limits.get(c.row.account_id) ?? Infinity, c.monthlyLimit));
+  const accounts = [...added.keys()].sort();
+  const finished = items.filter((c) => isTerminal(c.row.status));
+  return t`with d as (select * from unnest(${t.array(accounts)}::text[], ${t.array(accounts.map((a) => added.get(a)!))}::int[],
+        ${t.array(accounts.map((a) => limits.get(a)!))}::int[]) as d(a, n, lim)),
+      up as (insert into monthly_usage (account_id, month, files) select a, ${t.unsafe(MONTH)}, n from d order by a
+        on conflict (account_id, month) do update set files = monthly_usage.files + excluded.files
+        returning account_id, files)
+    select group_commit_check(
+      not exists (select 1 from up join d on d.a = up.account_id where up.files > d.lim)
+      and not exists (select 1 from webhook_endpoints
+        where account_id = any(${t.array([...new Set(finished.map((c) => c.row.account_id))])}::text[]) and status = 'enabled'
+          and event_types && ${t.array([...new Set(finished.map((c) => eventTypeOf(c.row.status)))])}::text[]))`;
+}
+
+/** Claims the batch's keys (in key order, as claimKeys) and checks that each was won. */
+function checkedClaims(t: Sql, items: GroupedConversion[]) {
+  const claiming = byKey(items);
+  if (claiming.length === 0) return [];
+  return [t`with won as (
+      insert into idempotency_keys (account_id, endpoint, key, fingerprint, conversion_id)
+      select * from unnest(${t.array(claiming.map((c) => c.row.account_id))}::text[], ${t.array(claiming.map((c) => c.claim!.endpoint))}::text[],
+        ${t.array(claiming.map((c) => c.claim!.key))}::text[], ${t.array(claiming.map((c) => c.claim!.fingerprint))}::text[],
+        ${t.array(claiming.map((c) => c.row.id))}::text[])
+      on conflict (account_id, endpoint, key) do update
+        set fingerprint = excluded.fingerprint, conversion_id = excluded.conversion_id, created_at = now()
+        where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_S})
+      returning 1)
+    select group_commit_check((select count(*) from won) = ${claiming.length})`];
+}
+
+/** The rows of admitted members: conversions, files, reservations and jobs, in that order. */
+function writes(t: Sql, admitted: GroupedConversion[]) {
+  const files = admitted.flatMap((c) => c.files.map((f) => fileValues(t, c.row, f)));
+  const reserves = admitted.filter((c) => c.reserved !== undefined);
+  const jobs = admitted.flatMap((c) => (c.jobs ?? []).map((j) => ({
+    id: j.id, conversion_id: c.row.id, source_id: j.sourceId, account_id: c.row.account_id,
+  })));
+  return [
+    t`insert into conversions ${t(admitted.map((c) => conversionValues(t, c.row)))}`,
+    ...(files.length > 0 ? [t`insert into files ${t(files)}`] : []),
+    ...(reserves.length > 0 ? [t`insert into ledger (account_id, conversion_id, kind, amount)
+      select a, c, 'reserve', -n from unnest(${t.array(reserves.map((c) => c.row.account_id))}::text[],
+        ${t.array(reserves.map((c) => c.row.id))}::text[], ${t.array(reserves.map((c) => c.reserved!))}::int[]) as r(a, c, n)`] : []),
+    ...(jobs.length > 0 ? [t`insert into jobs ${t(jobs)}`] : []),
+  ];
+}
 
 /** Makes and locks the batch's accounts' counter rows (in account order); their files so far. */
 async function lockCounters(t: Sql, items: GroupedConversion[]): Promise<Map<string, number>> {
@@ -198,7 +340,6 @@ function admitMonthly(used: Map<string, number>, items: GroupedConversion[], ref
  * another member of the batch (it can only refuse more, never admit too many).
  */
 async function claimKeys(t: Sql, items: GroupedConversion[], refused: Map<GroupedConversion, Error>): Promise<GroupedConversion[]> {
-  const keyOf = (c: GroupedConversion): string => `${c.row.account_id}\n${c.claim!.endpoint}\n${c.claim!.key}`;
   const first = new Map<string, GroupedConversion>();
   for (const c of items) {
     if (!c.claim) continue;
@@ -206,7 +347,7 @@ async function claimKeys(t: Sql, items: GroupedConversion[], refused: Map<Groupe
     else first.set(keyOf(c), c);
   }
   if (first.size === 0) return items.filter((c) => !refused.has(c));
-  const claiming = [...first.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, c]) => c);
+  const claiming = byKey([...first.values()]);
   const won = await t`
     insert into idempotency_keys (account_id, endpoint, key, fingerprint, conversion_id)
     select * from unnest(${t.array(claiming.map((c) => c.row.account_id))}::text[], ${t.array(claiming.map((c) => c.claim!.endpoint))}::text[],

@@ -22,11 +22,15 @@ function finished(i: number, accountId: string): FinishedConversion {
 t.test('renders waiting for a group commit fail together, at once, while Postgres is down', async (t) => {
   const { db, relay } = await dbBehindRelay(t);
 
-  // The real client, with its transactions counted.
+  // The real client, with its transactions counted: a batch is sent on a reserved connection
+  // (all at once), or in a transaction of the driver (the careful path).
   let transactions = 0;
   const counted = new Proxy(db.sql, {
     get(target, prop, receiver) {
-      if (prop === 'begin') return (...args: unknown[]) => { transactions++; return (target.begin as (...a: unknown[]) => unknown)(...args); };
+      if (prop === 'begin' || prop === 'reserve') {
+        const method = target[prop] as (...a: unknown[]) => unknown;
+        return (...args: unknown[]) => { transactions++; return method.apply(target, args); };
+      }
       return Reflect.get(target, prop, receiver);
     },
   }) as Sql;

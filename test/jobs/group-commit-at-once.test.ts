@@ -1,0 +1,133 @@
+// The group commit sends a batch whole, in one round trip, when nothing in it needs a decision
+// read from the database first; otherwise (an account past its allowance, a key already held, a
+// finished conversion whose account subscribes to webhooks) the attempt rolls back and the batch
+// is stored the careful way. Shown with the real client counted: a batch sent at once takes a
+// reserved connection and no transaction of the driver's; the careful path opens one. Either
+// way the rows, the month's count and the refusals are exactly those of the careful path alone.
+import t from 'tap';
+import type { Sql } from '../../src/store/db.js';
+import { GroupCommit, KeyTaken, type GroupedConversion } from '../../src/jobs/group-commit.js';
+import type { ConversionRow } from '../../src/store/conversions.js';
+import { startWorld, storeModes, type World } from '../helpers/world.js';
+
+/** The world's client with its reserved connections and driver transactions counted. */
+function counted(w: World): { sql: Sql; calls: { reserve: number; begin: number } } {
+  const calls = { reserve: 0, begin: 0 };
+  const sql = new Proxy(w.db.sql, {
+    get(target, prop, receiver) {
+      if (prop === 'begin' || prop === 'reserve') {
+        const method = target[prop] as (...a: unknown[]) => unknown;
+        return (...args: unknown[]) => { calls[prop]++; return method.apply(target, args); };
+      }
+      return Reflect.get(target, prop, receiver);
+    },
+  }) as Sql;
+  return { sql, calls };
+}
+
+/** A conversion as persist builds it: queued with its job, or a finished render. */
+function member(id: string, accountId: string, opts: { claim?: string; finished?: boolean; limit?: number } = {}): GroupedConversion {
+  const now = new Date();
+  const row: ConversionRow = {
+    id, account_id: accountId, name: 'a.md', endpoint: 'markdown/html', operation: opts.finished ? 'render' : 'parse',
+    status: opts.finished ? 'completed' : 'queued', async_reason: null, options: {}, metadata: null, store: false,
+    credits_reserved: opts.finished ? 0 : 3, credits_charged: 0, created_at: now, completed_at: opts.finished ? now : null, expires_at: null,
+  };
+  return {
+    row,
+    files: [{ id: `${id}_src`, position: 0, role: 'source', name: 'a.md', mime: 'text/markdown', status: opts.finished ? 'completed' : 'queued',
+      bytes: 10, pages: 1, credits: 3, content: `# Note ${id}` }],
+    monthlyFiles: 1, monthlyLimit: opts.limit ?? 1000,
+    reserved: opts.finished ? undefined : 3,
+    jobs: opts.finished ? undefined : [{ id: `${id}_job`, sourceId: `${id}_src` }],
+    claim: opts.claim === undefined ? undefined : { endpoint: 'markdown/html', key: opts.claim, fingerprint: 'f' },
+  };
+}
+
+async function monthOf(w: World, accountId: string): Promise<number> {
+  const [usage] = await w.db.sql`select files from monthly_usage where account_id = ${accountId}`;
+  return Number(usage?.files ?? 0);
+}
+
+async function storedIds(w: World, accountId: string): Promise<string[]> {
+  const rows = await w.db.sql`select id from conversions where account_id = ${accountId} order by id`;
+  return rows.map((r) => r.id as string);
+}
+
+for (const mode of storeModes()) {
+  t.test(`${mode}: a batch with nothing to decide is sent at once, rows, jobs, reservations, keys and count included`, async (t) => {
+    const w = await startWorld(mode);
+    t.teardown(() => w.close());
+    const { sql, calls } = counted(w);
+    const group = new GroupCommit(sql);
+    const { accountId: other } = await w.newKey();
+    await Promise.all([
+      group.add(member('conv_a1', w.accountId, { claim: 'k1' })),
+      group.add(member('conv_a2', w.accountId, { finished: true })),
+      group.add(member('conv_a3', other, { claim: 'k1' })), // the same key of another account is its own
+    ]);
+    t.same(calls, { reserve: 2, begin: 0 }, 'two batches (the first add flushes alone), both sent at once');
+    t.same(group.stats, { batches: 2, conversions: 3 });
+    t.same(await storedIds(w, w.accountId), ['conv_a1', 'conv_a2']);
+    t.same(await storedIds(w, other), ['conv_a3']);
+    t.equal(await monthOf(w, w.accountId), 2);
+    t.equal(await monthOf(w, other), 1);
+    const jobs = await w.db.sql`select conversion_id from jobs order by conversion_id`;
+    t.same(jobs.map((j) => j.conversion_id), ['conv_a1', 'conv_a3'], 'a job for each queued conversion, none for the render');
+    const reserves = await w.db.sql`select conversion_id, amount from ledger where kind = 'reserve' order by conversion_id`;
+    t.same(reserves.map((r) => [r.conversion_id, Number(r.amount)]), [['conv_a1', -3], ['conv_a3', -3]]);
+    const keys = await w.db.sql`select account_id, key, conversion_id from idempotency_keys order by conversion_id`;
+    t.same(keys.map((k) => [k.account_id, k.key, k.conversion_id]), [[w.accountId, 'k1', 'conv_a1'], [other, 'k1', 'conv_a3']]);
+  });
+
+  t.test(`${mode}: a batch past an allowance is rolled back and admitted in arrival order, the count exact`, async (t) => {
+    const w = await startWorld(mode);
+    t.teardown(() => w.close());
+    const { sql, calls } = counted(w);
+    const group = new GroupCommit(sql);
+    await group.add(member('conv_b0', w.accountId, { limit: 3 }));
+    const outcomes = await Promise.allSettled(['conv_b1', 'conv_b2', 'conv_b3'].map((id) => group.add(member(id, w.accountId, { limit: 3 }))));
+    t.same(outcomes.map((o) => o.status), ['fulfilled', 'fulfilled', 'rejected']);
+    t.match((outcomes[2] as PromiseRejectedResult).reason, { code: 'upload_limit_exceeded' });
+    // b0 alone, then b1 alone (it starts the flush), then b2 and b3 together: past the allowance.
+    t.same(calls, { reserve: 3, begin: 1 }, 'the last batch was tried at once, then stored carefully');
+    t.same(await storedIds(w, w.accountId), ['conv_b0', 'conv_b1', 'conv_b2']);
+    t.equal(await monthOf(w, w.accountId), 3, 'the attempt at once left nothing counted');
+  });
+
+  t.test(`${mode}: a key held by a committed conversion refuses its member alone, after the attempt at once`, async (t) => {
+    const w = await startWorld(mode);
+    t.teardown(() => w.close());
+    const { sql, calls } = counted(w);
+    const group = new GroupCommit(sql);
+    await group.add(member('conv_c0', w.accountId, { claim: 'held' }));
+    const outcomes = await Promise.allSettled([
+      group.add(member('conv_c1', w.accountId, { claim: 'held' })),
+      group.add(member('conv_c2', w.accountId, { claim: 'fresh' })),
+    ]);
+    t.ok(outcomes[0]!.status === 'rejected' && outcomes[0].reason instanceof KeyTaken, 'the held key: KeyTaken');
+    t.equal(outcomes[1]!.status, 'fulfilled');
+    t.ok(calls.begin >= 1, 'the careful path decided');
+    t.same(await storedIds(w, w.accountId), ['conv_c0', 'conv_c2']);
+    t.equal(await monthOf(w, w.accountId), 2);
+    const [claim] = await w.db.sql`select conversion_id from idempotency_keys where key = 'held'`;
+    t.equal(claim!.conversion_id, 'conv_c0', 'the claim stays with its first conversion');
+  });
+
+  t.test(`${mode}: a finished conversion of a subscribed account goes the careful way and queues its event`, async (t) => {
+    const w = await startWorld(mode, { ALLOW_PRIVATE_NETWORK: '1' });
+    t.teardown(() => w.close());
+    const hook = await w.req('POST', '/v1/webhooks', { json: { url: 'http://127.0.0.1:9/hook', eventTypes: ['conversion.completed'] } });
+    t.equal(hook.status, 201);
+    const { sql, calls } = counted(w);
+    const group = new GroupCommit(sql);
+    await group.add(member('conv_d1', w.accountId)); // queued: no event yet, sent at once
+    t.same(calls, { reserve: 1, begin: 0 });
+    await group.add(member('conv_d2', w.accountId, { finished: true }));
+    t.same(calls, { reserve: 2, begin: 1 }, 'tried at once, then stored with its event');
+    const events = await w.db.sql`select conversion_id, type from webhook_events`;
+    t.same(events.map((e) => [e.conversion_id, e.type]), [['conv_d2', 'conversion.completed']]);
+    t.same(await storedIds(w, w.accountId), ['conv_d1', 'conv_d2']);
+    t.equal(await monthOf(w, w.accountId), 2);
+  });
+}
