@@ -7,7 +7,7 @@
 // pages a standard conversion reads anyway (convert.ts keeps those and reads them once).
 import type { PageModel } from './extract.js';
 import { HeadingTree, type HeadingStyle, isBoldRun, numberDepth, roundSize, styleKey } from './headings.js';
-import { BOLD, type Frag, isPageNumber, type PChar, textOf } from './model.js';
+import { BOLD, type Frag, isInk, isPageNumber, type PChar, textOf } from './model.js';
 
 export const SAMPLE_PAGES = 40;
 /** Share of the page height at the top and at the bottom where running heads live. */
@@ -68,23 +68,37 @@ export function pageSignals(page: PageModel): PageSignals {
   const sizeChars = new Map<number, number>();
   const marginKeys = new Set<string>();
   const words = new Set<string>();
+  const countSize = (size: number, n: number): void => {
+    if (n === 0) return;
+    const k = roundSize(size);
+    sizeChars.set(k, (sizeChars.get(k) ?? 0) + n);
+  };
   for (const f of page.frags) {
     const text = textOf(f.chars);
+    // where a hyphen that ends the line stands
+    const lineEndHyphen = text.trimEnd().length - 1;
     let first = true;
     for (const m of text.matchAll(WORD_RE)) {
-      const cut = text[m.index + m[0].length] === '-' && m.index + m[0].length === text.trimEnd().length - 1;
+      const end = m.index + m[0].length;
+      const cut = end === lineEndHyphen && text[end] === '-';
       if (!first && !cut) words.add(m[0].toLowerCase());
       first = false;
     }
     if (inMargin(f, page.height)) {
-      if (isPageNumber(textOf(f.chars))) continue;
+      if (isPageNumber(text)) continue;
       marginKeys.add(keyOf(f, Math.round(((f.y0 + f.y1) / 2) / Y_STEP)));
     }
+    // The characters of a fragment mostly share one size: counted by runs.
+    let size = NaN;
+    let n = 0;
     for (const ch of f.chars) {
-      if (ch.c.trim() === '') continue;
-      const k = roundSize(ch.size);
-      sizeChars.set(k, (sizeChars.get(k) ?? 0) + 1);
+      if (!isInk(ch.c)) continue;
+      if (ch.size === size) { n++; continue; }
+      countSize(size, n);
+      size = ch.size;
+      n = 1;
     }
+    countSize(size, n);
   }
   return { words, sizeChars, marginKeys, page: page.number, shortLines: shortLines(page) };
 }
