@@ -272,16 +272,20 @@ function checkedCounters(t: Sql, items: GroupedConversion[]) {
 function checkedClaims(t: Sql, items: GroupedConversion[]) {
   const claiming = byKey(items);
   if (claiming.length === 0) return [];
-  return [t`with won as (
-      insert into idempotency_keys (account_id, endpoint, key, fingerprint, conversion_id)
-      select * from unnest(${t.array(claiming.map((c) => c.row.account_id))}::text[], ${t.array(claiming.map((c) => c.claim!.endpoint))}::text[],
-        ${t.array(claiming.map((c) => c.claim!.key))}::text[], ${t.array(claiming.map((c) => c.claim!.fingerprint))}::text[],
-        ${t.array(claiming.map((c) => c.row.id))}::text[])
-      on conflict (account_id, endpoint, key) do update
-        set fingerprint = excluded.fingerprint, conversion_id = excluded.conversion_id, created_at = now()
-        where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_S})
-      returning 1)
+  return [t`with won as (${claimInsert(t, claiming)} returning 1)
     select group_commit_check((select count(*) from won) = ${claiming.length})`];
+}
+
+/** Inserts the claims of `claiming` (in key order), taking over a claim past its lifetime, as
+ *  claimKey does; a key held by a live claim is left out of what the insert returns. */
+function claimInsert(t: Sql, claiming: GroupedConversion[]) {
+  return t`insert into idempotency_keys (account_id, endpoint, key, fingerprint, conversion_id)
+    select * from unnest(${t.array(claiming.map((c) => c.row.account_id))}::text[], ${t.array(claiming.map((c) => c.claim!.endpoint))}::text[],
+      ${t.array(claiming.map((c) => c.claim!.key))}::text[], ${t.array(claiming.map((c) => c.claim!.fingerprint))}::text[],
+      ${t.array(claiming.map((c) => c.row.id))}::text[])
+    on conflict (account_id, endpoint, key) do update
+      set fingerprint = excluded.fingerprint, conversion_id = excluded.conversion_id, created_at = now()
+      where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_S})`;
 }
 
 /** The rows of admitted members: conversions, files, reservations and jobs, in that order. */
@@ -348,15 +352,7 @@ async function claimKeys(t: Sql, items: GroupedConversion[], refused: Map<Groupe
   }
   if (first.size === 0) return items.filter((c) => !refused.has(c));
   const claiming = byKey([...first.values()]);
-  const won = await t`
-    insert into idempotency_keys (account_id, endpoint, key, fingerprint, conversion_id)
-    select * from unnest(${t.array(claiming.map((c) => c.row.account_id))}::text[], ${t.array(claiming.map((c) => c.claim!.endpoint))}::text[],
-      ${t.array(claiming.map((c) => c.claim!.key))}::text[], ${t.array(claiming.map((c) => c.claim!.fingerprint))}::text[],
-      ${t.array(claiming.map((c) => c.row.id))}::text[])
-    on conflict (account_id, endpoint, key) do update
-      set fingerprint = excluded.fingerprint, conversion_id = excluded.conversion_id, created_at = now()
-      where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_S})
-    returning conversion_id`;
+  const won = await t`${claimInsert(t, claiming)} returning conversion_id`;
   const ids = new Set(won.map((r) => r.conversion_id as string));
   for (const c of claiming) if (!ids.has(c.row.id)) refused.set(c, new KeyTaken());
   return items.filter((c) => !refused.has(c));
