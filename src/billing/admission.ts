@@ -50,7 +50,7 @@ export async function checkPlanLimits(sql: Sql, accountId: string, limits: PlanL
   if (!reserves && !store) return;
   const [u] = await sql`
     select coalesce((select files from monthly_usage where account_id = ${accountId}
-              and month = date_trunc('month', now() at time zone 'utc')::date), 0) as month_files,
+              and month = ${sql.unsafe(THIS_MONTH)}), 0) as month_files,
            case when ${store} then (select coalesce(sum(bytes), 0) from files
               where account_id = ${accountId} and expires_at is null)::text else '0' end as stored`;
   const monthFiles = Number(u!.month_files);
@@ -67,7 +67,11 @@ export async function checkPlanLimits(sql: Sql, accountId: string, limits: PlanL
   }
 }
 
-function monthlyLimit(used: number, adding: number, limit: number): ApiError {
+/** This month in UTC, as the monthly counters are keyed (SQL). */
+export const THIS_MONTH = "date_trunc('month', now() at time zone 'utc')::date";
+
+/** The refusal of `adding` files more when `used` of the month's `limit` are taken. */
+export function monthlyLimit(used: number, adding: number, limit: number): ApiError {
   return new ApiError('upload_limit_exceeded',
     `${used} files were submitted this month; ${adding} more would pass the plan's ${limit}.`);
 }
@@ -77,13 +81,13 @@ function monthlyLimit(used: number, adding: number, limit: number): ApiError {
 export async function countMonthlyFiles(tx: Sql, accountId: string, files: number, limit: number): Promise<void> {
   const rows = await tx`
     insert into monthly_usage as u (account_id, month, files)
-    values (${accountId}, date_trunc('month', now() at time zone 'utc')::date, ${files})
+    values (${accountId}, ${tx.unsafe(THIS_MONTH)}, ${files})
     on conflict (account_id, month) do update set files = u.files + excluded.files
       where u.files + excluded.files <= ${limit}
     returning files`;
   if (rows.length === 0 || (rows[0]!.files as number) > limit) {
     const [u] = await tx`select files from monthly_usage where account_id = ${accountId}
-                         and month = date_trunc('month', now() at time zone 'utc')::date`;
+                         and month = ${tx.unsafe(THIS_MONTH)}`;
     throw monthlyLimit(Number(u?.files ?? 0), files, limit);
   }
 }
@@ -140,14 +144,24 @@ export interface IdempotencyClaimRow {
 /** Claims the key inside the conversion's insert transaction; false when a live claim holds it.
  *  A concurrent claimer of the same key waits here until the first transaction ends. */
 export async function claimKey(tx: Sql, c: IdempotencyClaimRow): Promise<boolean> {
-  const rows = await tx`
-    insert into idempotency_keys (account_id, endpoint, key, fingerprint, conversion_id)
-    values (${c.accountId}, ${c.endpoint}, ${c.key}, ${c.fingerprint}, ${c.conversionId})
+  const rows = await tx`${insertClaims(tx, [c])} returning conversion_id`;
+  return rows.length === 1;
+}
+
+/**
+ * Inserts `claims` in the order given (callers claiming several keys sort them, so that two
+ * transactions claiming the same keys wait for each other instead of deadlocking). A claim past
+ * its lifetime is taken over; a key held by a live claim is left as it is, and its row is not in
+ * what a `returning` added by the caller gives back.
+ */
+export function insertClaims(tx: Sql, claims: readonly IdempotencyClaimRow[]) {
+  return tx`insert into idempotency_keys (account_id, endpoint, key, fingerprint, conversion_id)
+    select * from unnest(${tx.array(claims.map((c) => c.accountId))}::text[], ${tx.array(claims.map((c) => c.endpoint))}::text[],
+      ${tx.array(claims.map((c) => c.key))}::text[], ${tx.array(claims.map((c) => c.fingerprint))}::text[],
+      ${tx.array(claims.map((c) => c.conversionId))}::text[])
     on conflict (account_id, endpoint, key) do update
       set fingerprint = excluded.fingerprint, conversion_id = excluded.conversion_id, created_at = now()
-      where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_S})
-    returning conversion_id`;
-  return rows.length === 1;
+      where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_S})`;
 }
 
 /** The live claim of a key, if any. */

@@ -29,8 +29,8 @@
 //   cannot fail the requests that happened to share its commit; a batch that failed because the
 //   database is away fails as a whole, at once (each member then handles a commit that may have
 //   happened, as admit.ts does for its reservation).
-import { ApiError, isDependencyDown } from '../errors.js';
-import { IDEMPOTENCY_TTL_S } from '../billing/admission.js';
+import { isDependencyDown } from '../errors.js';
+import { insertClaims, monthlyLimit, THIS_MONTH, type IdempotencyClaimRow } from '../billing/admission.js';
 import type { Sql } from '../store/db.js';
 import { isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
@@ -175,7 +175,7 @@ export class GroupCommit {
       // (the events read the conversions inserted before them).
       const counted = t`update monthly_usage m set files = m.files + d.n
           from unnest(${t.array([...added.keys()])}::text[], ${t.array([...added.values()])}::int[]) as d(a, n)
-          where m.account_id = d.a and m.month = ${t.unsafe(MONTH)}`.execute();
+          where m.account_id = d.a and m.month = ${t.unsafe(THIS_MONTH)}`.execute();
       const written = writes(t, admitted).map((q) => q.execute());
       const events = admitted.filter((c) => isTerminal(c.row.status) && listening.has(c.row.account_id))
         .map((c) => enqueueConversionEvent(t, c.row.id));
@@ -186,8 +186,6 @@ export class GroupCommit {
     return refused;
   }
 }
-
-const MONTH = 'date_trunc(\'month\', now() at time zone \'utc\')::date';
 
 /** The SQLSTATE group_commit_check raises. */
 const CHECK_FAILED = 'DP001';
@@ -258,7 +256,7 @@ function checkedCounters(t: Sql, items: GroupedConversion[]) {
   const finished = items.filter((c) => isTerminal(c.row.status));
   return t`with d as (select * from unnest(${t.array(accounts)}::text[], ${t.array(accounts.map((a) => added.get(a)!))}::int[],
         ${t.array(accounts.map((a) => limits.get(a)!))}::int[]) as d(a, n, lim)),
-      up as (insert into monthly_usage (account_id, month, files) select a, ${t.unsafe(MONTH)}, n from d order by a
+      up as (insert into monthly_usage (account_id, month, files) select a, ${t.unsafe(THIS_MONTH)}, n from d order by a
         on conflict (account_id, month) do update set files = monthly_usage.files + excluded.files
         returning account_id, files)
     select group_commit_check(
@@ -272,20 +270,13 @@ function checkedCounters(t: Sql, items: GroupedConversion[]) {
 function checkedClaims(t: Sql, items: GroupedConversion[]) {
   const claiming = byKey(items);
   if (claiming.length === 0) return [];
-  return [t`with won as (${claimInsert(t, claiming)} returning 1)
+  return [t`with won as (${insertClaims(t, claiming.map(claimRowOf))} returning 1)
     select group_commit_check((select count(*) from won) = ${claiming.length})`];
 }
 
-/** Inserts the claims of `claiming` (in key order), taking over a claim past its lifetime, as
- *  claimKey does; a key held by a live claim is left out of what the insert returns. */
-function claimInsert(t: Sql, claiming: GroupedConversion[]) {
-  return t`insert into idempotency_keys (account_id, endpoint, key, fingerprint, conversion_id)
-    select * from unnest(${t.array(claiming.map((c) => c.row.account_id))}::text[], ${t.array(claiming.map((c) => c.claim!.endpoint))}::text[],
-      ${t.array(claiming.map((c) => c.claim!.key))}::text[], ${t.array(claiming.map((c) => c.claim!.fingerprint))}::text[],
-      ${t.array(claiming.map((c) => c.row.id))}::text[])
-    on conflict (account_id, endpoint, key) do update
-      set fingerprint = excluded.fingerprint, conversion_id = excluded.conversion_id, created_at = now()
-      where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_S})`;
+/** The claim row of a member with a key. */
+function claimRowOf(c: GroupedConversion): IdempotencyClaimRow {
+  return { accountId: c.row.account_id, endpoint: c.claim!.endpoint, key: c.claim!.key, fingerprint: c.claim!.fingerprint, conversionId: c.row.id };
 }
 
 /** The rows of admitted members: conversions, files, reservations and jobs, in that order. */
@@ -310,10 +301,10 @@ async function lockCounters(t: Sql, items: GroupedConversion[]): Promise<Map<str
   const accounts = [...new Set(items.map((c) => c.row.account_id))].sort();
   const [, rows] = await Promise.all([
     t`insert into monthly_usage (account_id, month, files)
-      select a, ${t.unsafe(MONTH)}, 0 from unnest(${t.array(accounts)}::text[]) as a
+      select a, ${t.unsafe(THIS_MONTH)}, 0 from unnest(${t.array(accounts)}::text[]) as a
       order by a on conflict (account_id, month) do nothing`,
     t`select account_id, files from monthly_usage
-      where account_id = any(${t.array(accounts)}::text[]) and month = ${t.unsafe(MONTH)}
+      where account_id = any(${t.array(accounts)}::text[]) and month = ${t.unsafe(THIS_MONTH)}
       order by account_id for update`,
   ]);
   return new Map(rows.map((r) => [r.account_id as string, Number(r.files)]));
@@ -326,8 +317,7 @@ function admitMonthly(used: Map<string, number>, items: GroupedConversion[], ref
     const account = c.row.account_id;
     const before = used.get(account) ?? 0;
     if (before + c.monthlyFiles > c.monthlyLimit) {
-      refused.set(c, new ApiError('upload_limit_exceeded',
-        `${before} files were submitted this month; ${c.monthlyFiles} more would pass the plan's ${c.monthlyLimit}.`));
+      refused.set(c, monthlyLimit(before, c.monthlyFiles, c.monthlyLimit));
       continue;
     }
     used.set(account, before + c.monthlyFiles);
@@ -340,7 +330,7 @@ function admitMonthly(used: Map<string, number>, items: GroupedConversion[], ref
  * Claims the members' Idempotency-Keys in one statement (in key order: two batches claiming the
  * same keys wait for each other instead of deadlocking). A key held by a live claim, or by an
  * earlier member of this batch, refuses its member with KeyTaken; a claim past its lifetime is
- * taken over, as claimKey does. The allowance such a member was counted in is not given to
+ * taken over (insertClaims). The allowance such a member was counted in is not given to
  * another member of the batch (it can only refuse more, never admit too many).
  */
 async function claimKeys(t: Sql, items: GroupedConversion[], refused: Map<GroupedConversion, Error>): Promise<GroupedConversion[]> {
@@ -352,7 +342,7 @@ async function claimKeys(t: Sql, items: GroupedConversion[], refused: Map<Groupe
   }
   if (first.size === 0) return items.filter((c) => !refused.has(c));
   const claiming = byKey([...first.values()]);
-  const won = await t`${claimInsert(t, claiming)} returning conversion_id`;
+  const won = await t`${insertClaims(t, claiming.map(claimRowOf))} returning conversion_id`;
   const ids = new Set(won.map((r) => r.conversion_id as string));
   for (const c of claiming) if (!ids.has(c.row.id)) refused.set(c, new KeyTaken());
   return items.filter((c) => !refused.has(c));
