@@ -75,7 +75,8 @@ t.test('two processes on one database: the job of a killed process is finished b
   // A slow job: a scanned page OCR'd several times over (ocr: true on a multi-page scan).
   const conv = await submitSlow(a.port, key, dataDir);
 
-  // Wait until A holds the job, then start B and kill A mid-work.
+  // Wait until A holds the job, kill A mid-work, then start B. (Killed after B's start-up, A
+  // could finish the job first on a fast moment of the machine: seen once in CI, attempts 1.)
   let owner = '';
   for (let i = 0; i < 200 && !owner.includes(`:${a.child.pid}:`); i++) {
     const [j] = await db.sql`select lease_owner from jobs where conversion_id = ${conv.id}`;
@@ -83,9 +84,11 @@ t.test('two processes on one database: the job of a killed process is finished b
     await new Promise((r) => setTimeout(r, 25));
   }
   t.match(owner, `:${a.child.pid}:`, 'process A claimed the job');
+  const killed = new Promise((r) => a.child.once('exit', r));
+  a.child.kill('SIGKILL');
+  await killed;
   const b = await startServer(env);
   children.push(b.child);
-  a.child.kill('SIGKILL');
 
   let status = '';
   for (let i = 0; i < 600 && !['completed', 'failed', 'completed_with_errors'].includes(status); i++) {
