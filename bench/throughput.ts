@@ -18,6 +18,9 @@ export interface ApiResult {
   /** Submit answers by status and async reason, e.g. "200", "202 pages_exceed_sync_limit". */
   answers: Record<string, number>;
   samples: string[];
+  /** The warm-up pass before the measured ones: its rate is what a process just started
+   *  gives (its threads still compiling the converter's hot code). */
+  warm?: { rate: number; documents: number; seconds: number };
 }
 
 export async function apiThroughput(origin: string, key: string, endpoint: string, files: readonly CorpusFile[],
@@ -28,7 +31,14 @@ export async function apiThroughput(origin: string, key: string, endpoint: strin
   const r: ApiResult = { rate: 0, units: 0, seconds: 0, passes: 0, documents: 0, failures: 0, answers: {}, samples: [] };
   try {
     const warm = Math.min(files.length, opts.warmup ?? opts.concurrency);
-    if (warm > 0) await runAll(files.slice(0, warm), opts.concurrency, (_, i) => convert(pool, key, endpoint, bodies[i]!).then(() => {}));
+    if (warm > 0) {
+      let units = 0;
+      const seconds = await runAll(files.slice(0, warm), opts.concurrency, async (f, i) => {
+        const o = await convert(pool, key, endpoint, bodies[i]!, { query: '?wait=60' });
+        if (o.final === 'completed') units += opts.unit(f, o);
+      });
+      r.warm = { rate: units / seconds, documents: warm, seconds };
+    }
     do {
       r.seconds += await runAll(files, opts.concurrency, async (f, i) => {
         const o = await convert(pool, key, endpoint, bodies[i]!, { query: '?wait=60' });

@@ -20,6 +20,8 @@ export interface InThreadResult {
   passes: number;
   failures: number;
   threads: number;
+  /** The warm-up pass before the measured ones (see ApiResult.warm). */
+  warm?: { rate: number; documents: number; seconds: number };
 }
 
 /** Whole passes over the corpus until `minSeconds` is filled (the rule of the other baselines). */
@@ -27,7 +29,13 @@ async function measure(exec: Executor, kind: ConverterKind, files: readonly Corp
   opts: { minSeconds: number; concurrency: number; unit: (f: CorpusFile) => number; warmup: number }): Promise<Omit<InThreadResult, 'threads' | 'rate'>> {
   const never = new AbortController().signal;
   const one = (f: CorpusFile) => exec.run({ kind, path: f.path, name: f.name, options }, never);
-  if (opts.warmup > 0) await runAll(files.slice(0, opts.warmup), opts.concurrency, async (f) => { await one(f).catch(() => {}); });
+  let warm: InThreadResult['warm'];
+  if (opts.warmup > 0) {
+    let done = 0;
+    const slice = files.slice(0, opts.warmup);
+    const took = await runAll(slice, opts.concurrency, async (f) => { await one(f).then(() => { done += opts.unit(f); }, () => {}); });
+    warm = { rate: done / took, documents: slice.length, seconds: took };
+  }
   let units = 0;
   let failures = 0;
   let seconds = 0;
@@ -43,7 +51,7 @@ async function measure(exec: Executor, kind: ConverterKind, files: readonly Corp
     });
     passes++;
   } while (seconds < opts.minSeconds);
-  return { units, seconds, passes, failures };
+  return { units, seconds, passes, failures, warm };
 }
 
 /** The converter in this thread, one document at a time. */
