@@ -4,7 +4,7 @@
 // pipeline (statistics, tables, columns, Markdown) works on this model, never on mupdf objects.
 // Contract: call `destroy()` on the model when the page is done (it may hold mupdf Images).
 import * as mupdf from '../shared/mupdf.js';
-import { walkStext } from './stext.js';
+import { type Bbox, type StextVisitor, walkStext } from './stext.js';
 import { type Box, BOLD, isInk, ITALIC, MONO, type PChar, type Frag, isMarkerText, SYMBOL } from './model.js';
 
 export interface ImageBox extends Box { image: mupdf.Image | null }
@@ -106,77 +106,96 @@ function bandsOf(links: readonly LinkArea[]): Map<number, LinkArea[]> {
   return bands;
 }
 
+/**
+ * The visitor of one page's walk (stext.ts), gathering its fragments, images and vectors. A
+ * class, not an object of closures made per page: V8 keeps the optimised code of a closure only
+ * while one lives, so per-page closures were compiled again after every full collection (and
+ * onChar is the hottest function of a conversion).
+ */
+class PageReader implements StextVisitor {
+  readonly fontStyles = new Map<number, number>();
+  readonly frags: Frag[] = [];
+  readonly images: ImageBox[] = [];
+  readonly vectors: VecBox[] = [];
+  inkChars = 0;
+  badChars = 0;
+  private cur: PChar[] = [];
+  private lastInk: PChar | null = null;
+
+  constructor(
+    private readonly bx0: number, private readonly by0: number,
+    private readonly linkBands: Map<number, LinkArea[]> | null, private readonly keepImages: boolean,
+  ) {}
+
+  private push(): void {
+    const cur = this.cur;
+    while (cur.length > 0 && cur[cur.length - 1]!.c.trim() === '') cur.pop();
+    if (cur.length > 0) this.frags.push(makeFrag(cur));
+    this.cur = [];
+    this.lastInk = null;
+  }
+
+  beginLine(): void { this.push(); }
+  endLine(): void { this.push(); }
+
+  onChar(c: string, quad: Float64Array, baseline: number, size: number, font: number): void {
+    let style = this.fontStyles.get(font);
+    if (style === undefined) {
+      const f = new mupdf.Font(font as unknown as mupdf.Font['pointer']);
+      try { style = styleOfFont(f); } finally { f.destroy(); }
+      this.fontStyles.set(font, style);
+    }
+    const x0 = Math.min(quad[0]!, quad[4]!) - this.bx0;
+    const x1 = Math.max(quad[2]!, quad[6]!) - this.bx0;
+    c = symbolText(c, style);
+    const ch: PChar = { c, x0, x1, base: baseline - this.by0, size, style: style & ~SYMBOL, link: -1 };
+    const lastInk = this.lastInk;
+    if (isInk(c)) {
+      this.inkChars++;
+      if (isBad(c)) this.badChars++;
+      if (lastInk && x0 - lastInk.x1 > Math.max(size, 4) && !isMarkerText(this.cur)) this.push();
+      // right-to-left text comes in logical order, right to left on the page: a character
+      // well left of the one before it with no space between starts a new word (a number
+      // or a Latin word set inside Arabic or Hebrew text)
+      else if (lastInk && lastInk.x0 - x1 > size * 0.2 && this.cur[this.cur.length - 1]?.c !== ' ') this.cur.push({ ...ch, c: ' ', x1: ch.x0 });
+      this.lastInk = ch;
+    } else if (this.cur.length === 0) {
+      return;
+    }
+    if (this.linkBands) {
+      const cx = (quad[0]! + quad[2]!) / 2;
+      const cy = (quad[1]! + quad[5]!) / 2;
+      for (const l of this.linkBands.get(Math.floor(cy / LINK_BAND)) ?? []) {
+        if (cx >= l.box.x0 && cx <= l.box.x1 && cy >= l.box.y0 && cy <= l.box.y1) { ch.link = l.index; break; }
+      }
+    }
+    this.cur.push(ch);
+  }
+
+  onImageBlock(bbox: Bbox, image: mupdf.Image): void {
+    const box = { x0: bbox[0] - this.bx0, y0: bbox[1] - this.by0, x1: bbox[2] - this.bx0, y1: bbox[3] - this.by0 };
+    if (this.keepImages) this.images.push({ ...box, image });
+    else { image.destroy(); this.images.push({ ...box, image: null }); }
+  }
+
+  onVector(bbox: Bbox, stroked: boolean, rect: boolean): void {
+    this.vectors.push({ x0: bbox[0] - this.bx0, y0: bbox[1] - this.by0, x1: bbox[2] - this.bx0, y1: bbox[3] - this.by0, stroked, rect });
+  }
+}
+
 /** Reads one loaded page into a PageModel. Splits a mupdf line where a gap is wider than an em. */
 export function extractPage(page: mupdf.Page, doc: mupdf.Document, number: number, opts: ExtractOptions = {}): PageModel {
   const [bx0, by0, bx1, by1] = page.getBounds();
   const links = opts.links ? linkAreas(page, doc) : [];
-  const linkBands = links.length > 0 ? bandsOf(links) : null;
-  const fontStyles = new Map<number, number>();
-  const frags: Frag[] = [];
-  const images: ImageBox[] = [];
-  const vectors: VecBox[] = [];
-  let inkChars = 0;
-  let badChars = 0;
-  let cur: PChar[] = [];
-  let lastInk: PChar | null = null;
-
-  const push = (): void => {
-    while (cur.length > 0 && cur[cur.length - 1]!.c.trim() === '') cur.pop();
-    if (cur.length > 0) frags.push(makeFrag(cur));
-    cur = [];
-    lastInk = null;
-  };
-
+  const reader = new PageReader(bx0, by0, links.length > 0 ? bandsOf(links) : null, opts.keepImages === true);
   const options = ['preserve-images', opts.vectors ? 'vectors' : ''].filter(Boolean).join(',');
   const stext = page.toStructuredText(options);
   try {
-    walkStext(stext, {
-      beginLine: push,
-      endLine: push,
-      onChar(c, quad, baseline, size, font) {
-        let style = fontStyles.get(font);
-        if (style === undefined) {
-          const f = new mupdf.Font(font as unknown as mupdf.Font['pointer']);
-          try { style = styleOfFont(f); } finally { f.destroy(); }
-          fontStyles.set(font, style);
-        }
-        const x0 = Math.min(quad[0]!, quad[4]!) - bx0;
-        const x1 = Math.max(quad[2]!, quad[6]!) - bx0;
-        c = symbolText(c, style);
-        const ch: PChar = { c, x0, x1, base: baseline - by0, size, style: style & ~SYMBOL, link: -1 };
-        if (isInk(c)) {
-          inkChars++;
-          if (isBad(c)) badChars++;
-          if (lastInk && x0 - lastInk.x1 > Math.max(size, 4) && !isMarkerText(cur)) push();
-          // right-to-left text comes in logical order, right to left on the page: a character
-          // well left of the one before it with no space between starts a new word (a number
-          // or a Latin word set inside Arabic or Hebrew text)
-          else if (lastInk && lastInk.x0 - x1 > size * 0.2 && cur[cur.length - 1]?.c !== ' ') cur.push({ ...ch, c: ' ', x1: ch.x0 });
-          lastInk = ch;
-        } else if (cur.length === 0) {
-          return;
-        }
-        if (linkBands) {
-          const cx = (quad[0]! + quad[2]!) / 2;
-          const cy = (quad[1]! + quad[5]!) / 2;
-          for (const l of linkBands.get(Math.floor(cy / LINK_BAND)) ?? []) {
-            if (cx >= l.box.x0 && cx <= l.box.x1 && cy >= l.box.y0 && cy <= l.box.y1) { ch.link = l.index; break; }
-          }
-        }
-        cur.push(ch);
-      },
-      onImageBlock(bbox, image) {
-        const box = { x0: bbox[0] - bx0, y0: bbox[1] - by0, x1: bbox[2] - bx0, y1: bbox[3] - by0 };
-        if (opts.keepImages) images.push({ ...box, image });
-        else { image.destroy(); images.push({ ...box, image: null }); }
-      },
-      onVector(bbox, stroked, rect) {
-        vectors.push({ x0: bbox[0] - bx0, y0: bbox[1] - by0, x1: bbox[2] - bx0, y1: bbox[3] - by0, stroked, rect });
-      },
-    });
+    walkStext(stext, reader);
   } finally {
     stext.destroy();
   }
+  const { frags, images, vectors, inkChars, badChars } = reader;
   return {
     number, width: bx1 - bx0, height: by1 - by0, frags, images, vectors, links: links.map((l) => l.uri), inkChars, badChars,
     destroy() {

@@ -11,7 +11,7 @@ import { estimateLineHeight, ocrScaleLimit, READABLE_LINE } from '../shared/text
 import type { ConvertContext } from '../types.js';
 import type { ImageBox, PageModel } from './extract.js';
 import { escapeText } from './inline.js';
-import { type Frag, type Item, textOf } from './model.js';
+import { byY0ThenX0, type Frag, type Item, textOf } from './model.js';
 import { describeWithVision, withoutVision } from './vision.js';
 
 const CAPTION_RE = /^(fig(ure)?\.?|image|chart|diagram|photo|plate|illustration|exhibit)\s*[\dIVXivx]+\b/i;
@@ -32,7 +32,7 @@ export function planFigures(page: PageModel, frags: Frag[], firstNumber: number)
   const boxes = page.images.filter((b) => {
     const w = b.x1 - b.x0, h = b.y1 - b.y0;
     return w >= 24 && h >= 24 && w * h < area * 0.8;
-  }).sort((a, b) => a.y0 - b.y0 || a.x0 - b.x0);
+  }).sort(byY0ThenX0);
   const taken = new Set<Frag>();
   const figures: Figure[] = boxes.map((box, i) => {
     const overlaps = (f: Frag): boolean => f.x1 > box.x0 && f.x0 < box.x1;

@@ -7,7 +7,7 @@
 // lines and each stretch between them is looked at on its own, with a stricter test (real
 // columns of text on both sides, not a code listing's comments or a form's labels).
 // The result is a list of sections; a section boundary is always a paragraph boundary.
-import { boxOf, type Item, median, MONO } from './model.js';
+import { boxOf, byX0, type Item, median, MONO } from './model.js';
 
 /** Narrowest white band taken for a gutter between columns, in points. */
 const MIN_GUTTER = 8;
@@ -81,14 +81,16 @@ function byPosition(a: Item, b: Item): number {
   return a.y0 - b.y0 || a.x0 - b.x0;
 }
 
+const byFragBaseThenX0 = (a: Item & { kind: 'text' }, b: Item & { kind: 'text' }): number => a.frag.base - b.frag.base || a.x0 - b.x0;
+
 /** For each narrow piece of text, the text that follows it on its baseline within 2.5 em. */
 function followers(items: readonly Item[]): Map<Item, Item> {
   type Text = Item & { kind: 'text' };
-  const text = items.filter((i): i is Text => i.kind === 'text').sort((a, b) => a.frag.base - b.frag.base || a.x0 - b.x0);
+  const text = items.filter((i): i is Text => i.kind === 'text').sort(byFragBaseThenX0);
   const out = new Map<Item, Item>();
   let line: Text[] = [];
   const flush = (): void => {
-    line.sort((a, b) => a.x0 - b.x0);
+    line.sort(byX0);
     for (let k = 0; k + 1 < line.length; k++) {
       const it = line[k]!, next = line[k + 1]!;
       if (it.x1 - it.x0 < MIN_PIECE && next.x0 >= it.x1 - 1 && next.x0 - it.x1 <= it.frag.size * 2.5) out.set(it, next);

@@ -6,7 +6,7 @@
 import { type HeadingStyle, isBoldRun, numberDepth, roundSize, stronger, styleKey } from './headings.js';
 import { escapeBlockStart, inlineMarkdown } from './inline.js';
 import {
-  BOLD, type Box, BULLET_RE, boxOf, isInk, isLetter, isWordChar, ITALIC, type Item, median, MONO, mostlyRtl, ORDERED_RE, type PChar, textOf,
+  BOLD, type Box, BULLET_RE, boxOf, byX0, isInk, isLetter, isWordChar, ITALIC, type Item, median, MONO, mostlyRtl, ORDERED_RE, type PChar, textOf,
 } from './model.js';
 import type { OutlineMatcher } from './outline.js';
 import { type DocStats, headingLevel } from './stats.js';
@@ -39,6 +39,9 @@ type Block =
 
 const SPACE = (like: PChar): PChar => ({ c: ' ', x0: like.x1, x1: like.x1, base: like.base, size: like.size, style: like.style, link: like.link });
 
+/** A plain character set in place of dot leaders, where `like` stands. */
+const leaderChar = (like: PChar, c: string): PChar => ({ ...like, c, style: 0, link: -1 });
+
 /**
  * Replaces dot leaders (". . . . ." in a table of contents) by one plain "…", in place; leaders
  * that end the line (their page number set apart, in a column of its own) end it in " …".
@@ -51,8 +54,7 @@ function collapseLeaders(chars: PChar[]): void {
     const last = j === chars.length;
     if (dots >= 4 && (!last || i > 0)) {
       const like = chars[i]!;
-      const mark = (c: string): PChar => ({ ...like, c, style: 0, link: -1 });
-      chars.splice(i, j - i, mark(' '), mark('…'), ...(last ? [] : [mark(' ')]));
+      chars.splice(i, j - i, leaderChar(like, ' '), leaderChar(like, '…'), ...(last ? [] : [leaderChar(like, ' ')]));
       i += 2;
     } else {
       i = j;
@@ -61,66 +63,78 @@ function collapseLeaders(chars: PChar[]): void {
 }
 
 /** True when most letters of the row are of a right-to-left script (Hebrew, Arabic, Persian). */
-const isRtlLine = (row: ReadonlyArray<Item & { kind: 'text' }>): boolean => mostlyRtl(...row.map((it) => it.frag.chars));
+const isRtlLine = (row: ReadonlyArray<Item & { kind: 'text' }>): boolean => mostlyRtl(...row.map(charsOfItem));
+const charsOfItem = (it: Item & { kind: 'text' }): PChar[] => it.frag.chars;
+/** Text items right to left by their right edge. */
+const byX1Descending = (a: Box, b: Box): number => b.x1 - a.x1;
+const isWordPChar = (c: PChar): boolean => isWordChar(c.c);
 
 /** Merges the section's text items that share a baseline into lines, keeping other items. */
 function linesOf(section: readonly Item[]): Array<Line | Item> {
   const out: Array<Line | Item> = [];
   let row: Array<Item & { kind: 'text' }> = [];
-  const flush = (): void => {
-    if (row.length === 0) return;
-    // a line of right-to-left script is read from its right end
-    const rtl = isRtlLine(row);
-    row.sort(rtl ? (a, b) => b.x1 - a.x1 : (a, b) => a.x0 - b.x0);
-    const chars: PChar[] = [];
-    let prev: Item | null = null;
-    for (const it of row) {
-      const gap = prev === null ? 0 : rtl ? prev.x0 - it.x1 : it.x0 - prev.x1;
-      // pieces that touch (a full stop the PDF set apart) join without a space
-      if (chars.length > 0 && gap > it.frag.size * 0.1) chars.push(SPACE(chars[chars.length - 1]!));
-      for (const c of it.frag.chars) if (c.c !== '\u00ad') chars.push(c);
-      prev = it;
-    }
-    collapseLeaders(chars);
-    unknownBullet(chars);
-    superscriptMarkers(chars);
-    const ink: PChar[] = [];
-    // bold/italic must hold for every character; a code line may contain a few glyphs the
-    // PDF drew from a fallback font, so monospace needs only most of them
-    let style = BOLD | ITALIC;
-    let monoCount = 0;
-    for (const c of chars) {
-      if (!isInk(c.c)) continue;
-      ink.push(c);
-      style &= c.style;
-      if (c.style & MONO) monoCount++;
-    }
-    if (monoCount >= ink.length * 0.8) style |= MONO;
-    // the line's size is that of its words: a large "!!" in the margin or a big bullet set on
-    // the line of a paragraph does not make it a title
-    let size = 0;
-    let wordedSize = -1;
-    for (const r of row) {
-      size = Math.max(size, r.frag.size);
-      if (r.frag.size > wordedSize && r.frag.chars.some((c) => isWordChar(c.c))) wordedSize = r.frag.size;
-    }
-    if (wordedSize >= 0) size = wordedSize;
-    const box = boxOf(row);
-    out.push({
-      chars, size, style, allMono: monoCount === ink.length, text: textOf(chars).trim(),
-      head: { size: roundSize(size), bold: isBoldRun(ink) },
-      x0: box.x0, x1: box.x1, y0: box.y0, y1: box.y1,
-    });
-    row = [];
-  };
   for (const it of section) {
-    if (it.kind !== 'text') { flush(); out.push(it); continue; }
+    if (it.kind !== 'text') {
+      if (row.length > 0) out.push(lineOf(row));
+      row = [];
+      out.push(it);
+      continue;
+    }
     const first = row[0];
-    if (first && Math.abs(it.frag.base - first.frag.base) > Math.min(it.frag.size, first.frag.size) * 0.35) flush();
+    if (first && Math.abs(it.frag.base - first.frag.base) > Math.min(it.frag.size, first.frag.size) * 0.35) {
+      out.push(lineOf(row));
+      row = [];
+    }
     row.push(it);
   }
-  flush();
+  if (row.length > 0) out.push(lineOf(row));
   return out;
+}
+
+/** One line from the text items of a baseline (sorted here, in reading order). */
+function lineOf(row: Array<Item & { kind: 'text' }>): Line {
+  // a line of right-to-left script is read from its right end
+  const rtl = isRtlLine(row);
+  row.sort(rtl ? byX1Descending : byX0);
+  const chars: PChar[] = [];
+  let prev: Item | null = null;
+  for (const it of row) {
+    const gap = prev === null ? 0 : rtl ? prev.x0 - it.x1 : it.x0 - prev.x1;
+    // pieces that touch (a full stop the PDF set apart) join without a space
+    if (chars.length > 0 && gap > it.frag.size * 0.1) chars.push(SPACE(chars[chars.length - 1]!));
+    for (const c of it.frag.chars) if (c.c !== '\u00ad') chars.push(c);
+    prev = it;
+  }
+  collapseLeaders(chars);
+  unknownBullet(chars);
+  superscriptMarkers(chars);
+  const ink: PChar[] = [];
+  // bold/italic must hold for every character; a code line may contain a few glyphs the
+  // PDF drew from a fallback font, so monospace needs only most of them
+  let style = BOLD | ITALIC;
+  let monoCount = 0;
+  for (const c of chars) {
+    if (!isInk(c.c)) continue;
+    ink.push(c);
+    style &= c.style;
+    if (c.style & MONO) monoCount++;
+  }
+  if (monoCount >= ink.length * 0.8) style |= MONO;
+  // the line's size is that of its words: a large "!!" in the margin or a big bullet set on
+  // the line of a paragraph does not make it a title
+  let size = 0;
+  let wordedSize = -1;
+  for (const r of row) {
+    size = Math.max(size, r.frag.size);
+    if (r.frag.size > wordedSize && r.frag.chars.some(isWordPChar)) wordedSize = r.frag.size;
+  }
+  if (wordedSize >= 0) size = wordedSize;
+  const box = boxOf(row);
+  return {
+    chars, size, style, allMono: monoCount === ink.length, text: textOf(chars).trim(),
+    head: { size: roundSize(size), bold: isBoldRun(ink) },
+    x0: box.x0, x1: box.x1, y0: box.y0, y1: box.y1,
+  };
 }
 
 /**
@@ -482,10 +496,14 @@ const CONTENTS_RE = /^((table of )?contents|inhalt(sverzeichnis)?|table des mati
  * Examples"), not a section of the document: a paragraph. The page's title stays a heading, as
  * do the sections set on the page beside or after the list.
  */
+const isLeader = (l: Line): boolean => LEADERS_RE.test(l.text);
+const isContentsTitle = (l: Line): boolean => CONTENTS_RE.test(l.text);
+const namesContents = (b: Block): boolean => 'lines' in b && b.lines.some(isContentsTitle);
+
 function contentsEntries(blocks: Block[]): Block[] {
-  const isLeader = (l: Line): boolean => LEADERS_RE.test(l.text);
-  const leaders = blocks.reduce((n, b) => n + ('lines' in b ? b.lines.filter(isLeader).length : 0), 0);
-  if (leaders < 3 || !blocks.some((b) => 'lines' in b && b.lines.some((l) => CONTENTS_RE.test(l.text)))) return blocks;
+  let leaders = 0;
+  for (const b of blocks) if ('lines' in b) for (const l of b.lines) if (isLeader(l)) leaders++;
+  if (leaders < 3 || !blocks.some(namesContents)) return blocks;
   return blocks.map((b, i) => {
     const next = blocks[i + 1];
     const entry = b.kind === 'heading' && !b.byOutline && !CONTENTS_RE.test(b.lines[0]!.text) &&

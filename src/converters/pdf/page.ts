@@ -14,7 +14,7 @@ import { extractPage, type PageModel } from './extract.js';
 import { figureMarkdown, planFigures } from './figures.js';
 import { readingOrder } from './layout.js';
 import { renderSections } from './markdown.js';
-import type { Item } from './model.js';
+import type { Frag, Item } from './model.js';
 import { type OutlineEntry, OutlineMatcher } from './outline.js';
 import { type DocStats, withoutRunningHeads } from './stats.js';
 import { alignedTables, ruledTables } from './tables.js';
@@ -87,6 +87,10 @@ async function ocrPage(page: mupdf.Page, signal: AbortSignal, languages: readonl
   return ocrMarkdown(await recognize(png, signal, languages));
 }
 
+/** A fragment as a reading-order item (module-level, like the comparators in model.ts). */
+const textItem = (frag: Frag): Item => ({ kind: 'text', frag, x0: frag.x0, y0: frag.y0, x1: frag.x1, y1: frag.y1 });
+const noFigure = (): string => '';
+
 export async function convertPage(job: PageJob): Promise<PageOutput> {
   const page = job.doc.loadPage(job.number - 1);
   try {
@@ -102,9 +106,8 @@ export async function convertPage(job: PageJob): Promise<PageOutput> {
         return { markdown: await ocrPage(page, job.ctx.signal, job.languages), figures: 0, aiUsed: false, ocred: true };
       }
       if (fast) {
-        const items: Item[] = withoutRunningHeads(null, model.frags, model.height)
-          .map((frag) => ({ kind: 'text', frag, x0: frag.x0, y0: frag.y0, x1: frag.x1, y1: frag.y1 }));
-        const markdown = renderSections([items], { stats: null, structure: false, links: [], figure: () => '' });
+        const items: Item[] = withoutRunningHeads(null, model.frags, model.height).map(textItem);
+        const markdown = renderSections([items], { stats: null, structure: false, links: [], figure: noFigure });
         return { markdown, figures: 0, aiUsed: false, ocred: false };
       }
       return await structuredPage(job, model);
@@ -126,7 +129,7 @@ async function structuredPage(job: PageJob, model: PageModel): Promise<PageOutpu
   tables.push(...aligned.tables);
   const plan = planFigures(model, frags, job.firstFigure);
   const items: Item[] = [
-    ...plan.frags.map((frag): Item => ({ kind: 'text', frag, x0: frag.x0, y0: frag.y0, x1: frag.x1, y1: frag.y1 })),
+    ...plan.frags.map(textItem),
     ...tables,
     ...plan.items,
   ];

@@ -7,7 +7,7 @@
 // pages a standard conversion reads anyway (convert.ts keeps those and reads them once).
 import type { PageModel } from './extract.js';
 import { HeadingTree, type HeadingStyle, isBoldRun, numberDepth, roundSize, styleKey } from './headings.js';
-import { BOLD, type Frag, isInk, isPageNumber, type PChar, textOf } from './model.js';
+import { BOLD, byBaseThenX0, type Frag, isInk, isPageNumber, type PChar, textOf } from './model.js';
 
 export const SAMPLE_PAGES = 40;
 /** Share of the page height at the top and at the bottom where running heads live. */
@@ -105,31 +105,36 @@ export function pageSignals(page: PageModel): PageSignals {
 
 /** The page's lines of at most a dozen words outside the margins, with their style. */
 function shortLines(page: PageModel): PageSignals['shortLines'] {
-  const frags = page.frags.filter((f) => !inMargin(f, page.height)).sort((a, b) => a.base - b.base || a.x0 - b.x0);
+  const frags = page.frags.filter((f) => !inMargin(f, page.height)).sort(byBaseThenX0);
   const out: PageSignals['shortLines'] = [];
   let run: Frag[] = [];
-  const flush = (): void => {
-    if (run.length === 0) return;
-    const chars: PChar[] = [];
-    for (const f of run) {
-      for (const c of f.chars) chars.push(c);
-      chars.push({ ...f.chars[f.chars.length - 1]!, c: ' ' });
-    }
-    const text = textOf(chars).trim();
-    if (text.length <= 80 && text.split(/\s+/).length <= 12 && /\p{L}/u.test(text)) {
-      const size = run.reduce((m, f) => Math.max(m, f.size), 0);
-      out.push({ style: { size: roundSize(size), bold: isBoldRun(chars) }, depth: numberDepth(text) });
-    }
-    run = [];
-  };
   for (const f of frags) {
     const last = run[run.length - 1];
     // a wide gap on the baseline is another column's line
-    if (last && (Math.abs(f.base - last.base) > Math.min(f.size, last.size) * 0.35 || f.x0 - last.x1 > f.size * 2)) flush();
+    if (last && (Math.abs(f.base - last.base) > Math.min(f.size, last.size) * 0.35 || f.x0 - last.x1 > f.size * 2)) {
+      addShortLine(run, out);
+      run = [];
+    }
     run.push(f);
   }
-  flush();
+  addShortLine(run, out);
   return out;
+}
+
+/** The line `run` makes, added to `out` when it is short. */
+function addShortLine(run: readonly Frag[], out: PageSignals['shortLines']): void {
+  if (run.length === 0) return;
+  const chars: PChar[] = [];
+  let size = 0;
+  for (const f of run) {
+    for (const c of f.chars) chars.push(c);
+    chars.push({ ...f.chars[f.chars.length - 1]!, c: ' ' });
+    size = Math.max(size, f.size);
+  }
+  const text = textOf(chars).trim();
+  if (text.length <= 80 && text.split(/\s+/).length <= 12 && /\p{L}/u.test(text)) {
+    out.push({ style: { size: roundSize(size), bold: isBoldRun(chars) }, depth: numberDepth(text) });
+  }
 }
 
 export function buildStats(signals: readonly PageSignals[]): DocStats {

@@ -13,7 +13,7 @@ import { gfmTable } from '../shared/gfm-table.js';
 import { joinLines } from '../shared/ocr.js';
 import type { VecBox } from './extract.js';
 import { makeFrag } from './extract.js';
-import { type Box, type Frag, isLtrChar, type Item, mostlyRtl, type PChar, textOf } from './model.js';
+import { type Box, byBaseThenX0, byX0, type Frag, isInkChar, isLtrChar, type Item, mostlyRtl, type PChar, textOf } from './model.js';
 
 interface HSeg { y: number; x0: number; x1: number }
 interface VSeg { x: number; y0: number; y1: number }
@@ -40,7 +40,7 @@ function segments(vectors: readonly VecBox[], pageArea: number): { h: HSeg[]; v:
 
 /** Distinct values, each within `tol` of the previous one folded together. */
 function clusters(values: number[], tol: number): number[] {
-  const s = [...values].sort((a, b) => a - b);
+  const s = Float64Array.from(values).sort();
   const out: number[] = [];
   for (const x of s) if (out.length === 0 || x - out[out.length - 1]! > tol) out.push(x);
   return out;
@@ -55,12 +55,13 @@ function slot(edges: number[], v: number): number {
 
 /** True when a vertical rule at `x` runs from `y0` to `y1`. */
 function ruled(v: readonly VSeg[], x: number, y0: number, y1: number): boolean {
-  return v.some((s) => Math.abs(s.x - x) <= TOL && s.y0 <= y0 + TOL && s.y1 >= y1 - TOL);
+  for (const s of v) if (Math.abs(s.x - x) <= TOL && s.y0 <= y0 + TOL && s.y1 >= y1 - TOL) return true;
+  return false;
 }
 
 /** True when a word of `chars` (one table row) runs across the vertical line at `x`. */
 function crossed(chars: readonly PChar[], x: number): boolean {
-  const sorted = [...chars].sort((a, b) => (Math.abs(a.base - b.base) > a.size * 0.4 ? a.base - b.base : a.x0 - b.x0));
+  const sorted = [...chars].sort(byLineThenLeft);
   for (let k = 0; k < sorted.length; k++) {
     const ch = sorted[k]!;
     if (ch.c.trim() === '') continue;
@@ -96,10 +97,16 @@ function grids(h: HSeg[], v: VSeg[]): Array<{ h: HSeg[]; v: VSeg[] }> {
   return [...groups.values()];
 }
 
+/** Characters in lines (a baseline more than 0.4 of a size away starts a new one), each read
+ *  from its left or from its right. */
+const byLineThenLeft = (a: PChar, b: PChar): number => (Math.abs(a.base - b.base) > a.size * 0.4 ? a.base - b.base : a.x0 - b.x0);
+const byLineThenRight = (a: PChar, b: PChar): number => (Math.abs(a.base - b.base) > a.size * 0.4 ? a.base - b.base : b.x1 - a.x1);
+const byStart = (a: [number, number], b: [number, number]): number => a[0] - b[0];
+
 /** Text of the characters of one cell: wrapped lines joined, split words mended. */
 function cellText(chars: PChar[]): string {
   const rtl = mostlyRtl(chars);
-  chars.sort((a, b) => (Math.abs(a.base - b.base) > a.size * 0.4 ? a.base - b.base : rtl ? b.x1 - a.x1 : a.x0 - b.x0));
+  chars.sort(rtl ? byLineThenRight : byLineThenLeft);
   const lines: string[] = [];
   let line: string[] = [];
   let prev: PChar | null = null;
@@ -151,7 +158,7 @@ function readingColumns(rows: string[][]): string[][] {
  */
 function splitRtlGaps(f: Frag): Frag[] {
   if (!mostlyRtl(f.chars)) return [f];
-  const ink = f.chars.filter((c) => c.c.trim() !== '').sort((a, b) => a.x0 - b.x0);
+  const ink = f.chars.filter(isInkChar).sort(byX0);
   const cuts: number[] = [];
   for (let k = 1; k < ink.length; k++) {
     if (ink[k]!.x0 - ink[k - 1]!.x1 > Math.max(f.size, 4)) cuts.push((ink[k]!.x0 + ink[k - 1]!.x1) / 2);
@@ -170,12 +177,16 @@ function splitRtlGaps(f: Frag): Frag[] {
 
 /** Drops rows and columns with no text; null when fewer than 2×2 cells remain. */
 function prune(rows: string[][]): string[][] | null {
-  const kept = rows.filter((r) => r.some((c) => c !== ''));
+  const kept = rows.filter(hasText);
   if (kept.length < 2) return null;
-  const cols = kept[0]!.map((_, j) => j).filter((j) => kept.some((r) => r[j] !== ''));
+  const cols: number[] = [];
+  for (let j = 0; j < kept[0]!.length; j++) if (kept.some((r) => r[j] !== '')) cols.push(j);
   if (cols.length < 2) return null;
   return kept.map((r) => cols.map((j) => r[j]!));
 }
+
+const filled = (c: string): boolean => c !== '';
+const hasText = (r: readonly string[]): boolean => r.some(filled);
 
 /** Removes the characters inside `box` from the fragments; what is left stays a fragment. */
 function carve(frags: Frag[], box: Box): { inside: PChar[]; rest: Frag[] } {
@@ -233,7 +244,7 @@ export function ruledTables(frags: Frag[], vectors: readonly VecBox[], pageArea:
 interface Row { frags: Frag[]; base: number; y0: number; y1: number; size: number }
 
 function rowsOf(frags: Frag[]): Row[] {
-  const sorted = [...frags].sort((a, b) => a.base - b.base || a.x0 - b.x0);
+  const sorted = [...frags].sort(byBaseThenX0);
   const rows: Row[] = [];
   for (const f of sorted) {
     const last = rows[rows.length - 1];
@@ -245,13 +256,15 @@ function rowsOf(frags: Frag[]): Row[] {
       rows.push({ frags: [f], base: f.base, y0: f.y0, y1: f.y1, size: f.size });
     }
   }
-  for (const r of rows) r.frags.sort((a, b) => a.x0 - b.x0);
+  for (const r of rows) r.frags.sort(byX0);
   return rows;
 }
 
 /** The vertical bands the fragments of `rows` fall into, or null when they are not table-like. */
-function bands(rows: Row[]): Array<[number, number]> | null {
-  const spans = rows.flatMap((r) => r.frags.map((f): [number, number] => [f.x0, f.x1])).sort((a, b) => a[0] - b[0]);
+function bands(rows: readonly Row[]): Array<[number, number]> | null {
+  const spans: Array<[number, number]> = [];
+  for (const r of rows) for (const f of r.frags) spans.push([f.x0, f.x1]);
+  spans.sort(byStart);
   const out: Array<[number, number]> = [];
   for (const [a, b] of spans) {
     const last = out[out.length - 1];
@@ -259,9 +272,15 @@ function bands(rows: Row[]): Array<[number, number]> | null {
     else out.push([a, b]);
   }
   if (out.length < 2) return null;
-  const cells = rows.flatMap((r) => r.frags);
-  const avgChars = cells.reduce((n, f) => n + textOf(f.chars).trim().length, 0) / cells.length;
-  if (avgChars > 25) return null;
+  let cells = 0;
+  let chars = 0;
+  for (const r of rows) {
+    for (const f of r.frags) {
+      cells++;
+      chars += textOf(f.chars).trim().length;
+    }
+  }
+  if (chars / cells > 25) return null;
   return out;
 }
 
@@ -269,27 +288,48 @@ function bands(rows: Row[]): Array<[number, number]> | null {
  *  (`Report ID:  SPARSE-2024`), a list (a column of bullets or numbers), or labels scattered
  *  over a chart (most cells empty). */
 function tableLike(rows: string[][]): boolean {
-  const filled = rows.flat().filter((c) => c !== '').length;
-  if (filled < rows.length * rows[0]!.length * 0.5) return false;
-  const first = rows.map((r) => r[0]!).filter((c) => c !== '');
-  if (first.length > 0 && first.every((c) => /^([•◦▪▫●○■□‣⁃∙·\-–—*»►✓✔]|\(?\d{1,3}[.)]|[a-z][.)])$/u.test(c))) return false;
-  const keyed = rows.filter((r) => r.filter((c) => c !== '').length <= 2 && /:$/.test(r[0]!)).length;
+  let full = 0;
+  let keyed = 0;
+  const first: string[] = [];
+  for (const r of rows) {
+    let n = 0;
+    for (const c of r) if (c !== '') n++;
+    full += n;
+    if (n <= 2 && /:$/.test(r[0]!)) keyed++;
+    if (r[0] !== '') first.push(r[0]!);
+  }
+  if (full < rows.length * rows[0]!.length * 0.5) return false;
+  if (first.length > 0 && first.every(isListMarker)) return false;
   if (keyed >= rows.length * 0.5) return false;
   return !isContents(rows);
 }
 
+const LIST_MARKER_RE = /^([•◦▪▫●○■□‣⁃∙·\-–—*»►✓✔]|\(?\d{1,3}[.)]|[a-z][.)])$/u;
+const isListMarker = (c: string): boolean => LIST_MARKER_RE.test(c);
+
 /** A table of contents: titles whose last column is page numbers that never go down, or lines
  *  with dot leaders. */
 function isContents(rows: string[][]): boolean {
-  if (rows.filter((r) => r.some((c) => /(\.\s?){4,}/.test(c))).length >= rows.length * 0.5) return true;
-  const last = rows.map((r) => [...r].reverse().find((c) => c !== '') ?? '');
-  const pages = last.map((c) => (/^\d{1,4}$/.test(c) ? Number(c) : null));
-  const numbered = pages.filter((p): p is number => p !== null);
+  let leadered = 0;
+  let titled = 0;
+  const numbered: number[] = [];
+  for (const r of rows) {
+    if (r.some(hasLeaders)) leadered++;
+    if (r.some(isTitle)) titled++;
+    // the row's last filled cell
+    let k = r.length - 1;
+    while (k >= 0 && r[k] === '') k--;
+    if (k >= 0 && /^\d{1,4}$/.test(r[k]!)) numbered.push(Number(r[k]));
+  }
+  if (leadered >= rows.length * 0.5) return true;
   if (numbered.length < rows.length * 0.8 || numbered.length < 3) return false;
-  const rising = numbered.every((p, i) => i === 0 || p >= numbered[i - 1]!);
-  const titled = rows.filter((r) => r.some((c) => /\p{L}{3,}.*\s\p{L}{3,}/u.test(c))).length >= rows.length * 0.5;
-  return rising && titled && numbered[numbered.length - 1]! > numbered[0]!;
+  let rising = true;
+  for (let i = 1; i < numbered.length; i++) if (numbered[i]! < numbered[i - 1]!) rising = false;
+  return rising && titled >= rows.length * 0.5 && numbered[numbered.length - 1]! > numbered[0]!;
 }
+
+const hasLeaders = (c: string): boolean => /(\.\s?){4,}/.test(c);
+const isTitle = (c: string): boolean => /\p{L}{3,}.*\s\p{L}{3,}/u.test(c);
 
 /** Tables whose columns are only aligned by whitespace (table_mode accurate). */
 const NUMBER_RE = /^[-+−(]?[$€£¥]?\d[\d,.\u00a0]*%?\)?$|^[-–—]$/u;
@@ -308,62 +348,86 @@ function splitNumbers(f: Frag): Frag[] {
   let k = words.length;
   while (k > 0 && NUMBER_RE.test(textOf(words[k - 1]!))) k--;
   if (words.length - k < 2) return [f];
-  const label = k > 0 ? [makeFrag(f.chars.filter((ch) => ch.x1 <= words[k - 1]![words[k - 1]!.length - 1]!.x1 + 0.01))] : [];
-  return [...label, ...words.slice(k).map((w) => makeFrag(w))];
+  const out: Frag[] = [];
+  if (k > 0) {
+    const end = words[k - 1]![words[k - 1]!.length - 1]!.x1 + 0.01;
+    const label: PChar[] = [];
+    for (const ch of f.chars) if (ch.x1 <= end) label.push(ch);
+    out.push(makeFrag(label));
+  }
+  for (let w = k; w < words.length; w++) out.push(makeFrag(words[w]!));
+  return out;
+}
+
+/** Whether row `j` sits close under row `j - 1` (the rows of one table). */
+function near(rows: readonly Row[], j: number): boolean {
+  return rows[j]!.y0 - rows[j - 1]!.y1 <= rows[j - 1]!.size * 1.5;
+}
+
+/** sparse (table_mode accurate): a row with one short piece (a section label, a value whose
+ *  neighbours are empty) inside a run of split rows belongs to the table. */
+function lone(rows: readonly Row[], j: number): boolean {
+  return rows[j]!.frags.length === 1 && textOf(rows[j]!.frags[0]!.chars).trim().length <= 40 &&
+    j + 1 < rows.length && rows[j + 1]!.frags.length >= 2 && near(rows, j + 1);
+}
+
+/** The end of the run of split rows that starts at row `i`. */
+function runEnd(rows: readonly Row[], i: number, sparse: boolean): number {
+  let j = i;
+  while (j < rows.length && (rows[j]!.frags.length >= 2 || (sparse && j > i && lone(rows, j))) && (j === i || near(rows, j))) j++;
+  return j;
+}
+
+/** The table a run of rows makes, or null when it is not one. */
+function alignedTable(run: readonly Row[]): Item | null {
+  const cols = run.length >= 3 ? bands(run) : null;
+  if (!cols) return null;
+  const grid: string[][] = [];
+  for (const r of run) {
+    const cells: PChar[][] = [];
+    for (let k = 0; k < cols.length; k++) cells.push([]);
+    for (const f of r.frags) {
+      let k = 0;
+      while (k < cols.length && !(f.x0 >= cols[k]![0] - 0.5 && f.x1 <= cols[k]![1] + 0.5)) k++;
+      cells[k < cols.length ? k : 0]!.push(...f.chars);
+    }
+    grid.push(cells.map(cellText));
+  }
+  const pruned = prune(grid);
+  const rows = pruned && readingColumns(pruned);
+  if (!rows || !tableLike(rows)) return null;
+  const box = { x0: cols[0]![0], y0: run[0]!.y0, x1: cols[cols.length - 1]![1], y1: run[run.length - 1]!.y1 };
+  return { kind: 'table', ...box, markdown: gfmTable(rows) };
 }
 
 export function alignedTables(original: Frag[], opts: { sparse: boolean }): { tables: Item[]; frags: Frag[] } {
   const source = new Map<Frag, Frag>();
-  const frags = original.flatMap((f) => {
-    const pieces = splitRtlGaps(f).flatMap(splitNumbers);
-    for (const p of pieces) source.set(p, f);
-    return pieces;
-  });
+  const frags: Frag[] = [];
+  for (const f of original) {
+    for (const rtlPiece of splitRtlGaps(f)) {
+      for (const p of splitNumbers(rtlPiece)) {
+        source.set(p, f);
+        frags.push(p);
+      }
+    }
+  }
   const rows = rowsOf(frags);
   const tables: Item[] = [];
-  const used = new Set<Frag>();
-  const near = (j: number): boolean => rows[j]!.y0 - rows[j - 1]!.y1 <= rows[j - 1]!.size * 1.5;
-  // sparse (table_mode accurate): a row with one short piece (a section label, a value whose
-  // neighbours are empty) inside a run of split rows belongs to the table
-  const lone = (j: number): boolean => rows[j]!.frags.length === 1 &&
-    textOf(rows[j]!.frags[0]!.chars).trim().length <= 40 && j + 1 < rows.length && rows[j + 1]!.frags.length >= 2 && near(j + 1);
-  const runEnd = (i: number, sparse: boolean): number => {
-    let j = i;
-    while (j < rows.length && (rows[j]!.frags.length >= 2 || (sparse && j > i && lone(j))) && (j === i || near(j))) j++;
-    return j;
-  };
-  const table = (run: Row[]): Item | null => {
-    const cols = run.length >= 3 ? bands(run) : null;
-    if (!cols) return null;
-    const grid = run.map((r) => {
-      const cells = cols.map(() => [] as PChar[]);
-      for (const f of r.frags) {
-        const k = cols.findIndex(([a, b]) => f.x0 >= a - 0.5 && f.x1 <= b + 0.5);
-        cells[Math.max(0, k)]!.push(...f.chars);
-      }
-      return cells.map(cellText);
-    });
-    const pruned = prune(grid);
-    const rows = pruned && readingColumns(pruned);
-    if (!rows || !tableLike(rows)) return null;
-    const box = { x0: cols[0]![0], y0: run[0]!.y0, x1: cols[cols.length - 1]![1], y1: run[run.length - 1]!.y1 };
-    return { kind: 'table', ...box, markdown: gfmTable(rows) };
-  };
+  const taken = new Set<Frag>();
   let i = 0;
   while (i < rows.length) {
     // the sparse reading first; where it makes no table, the strict one
-    let j = runEnd(i, opts.sparse);
-    let found = table(rows.slice(i, j));
+    let j = runEnd(rows, i, opts.sparse);
+    let found = alignedTable(rows.slice(i, j));
     if (!found && opts.sparse) {
-      j = runEnd(i, false);
-      found = table(rows.slice(i, j));
+      j = runEnd(rows, i, false);
+      found = alignedTable(rows.slice(i, j));
     }
     if (found) {
       tables.push(found);
-      for (const r of rows.slice(i, j)) for (const f of r.frags) used.add(f);
+      for (let k = i; k < j; k++) for (const f of rows[k]!.frags) taken.add(source.get(f)!);
     }
     i = Math.max(j, i + 1);
   }
-  const taken = new Set([...used].map((f) => source.get(f)!));
   return { tables, frags: original.filter((f) => !taken.has(f)) };
 }
