@@ -51,6 +51,9 @@ const PUA_BULLETS = new Set(['\uf0b7', '\uf0a7', '\uf0d8', '\uf0fc', '\uf076', '
 
 /** The text of a glyph of a symbol font: its private-use or unknown codes become a bullet. */
 function symbolText(c: string, style: number): string {
+  // every code below is in U+F000–U+F0FF or is U+FFFD
+  const code = c.charCodeAt(0);
+  if (code < 0xf000 || (code > 0xf0ff && code !== 0xfffd)) return c;
   if (PUA_BULLETS.has(c)) return '•';
   if ((style & SYMBOL) !== 0 && (c === '\ufffd' || (c >= '\uf000' && c <= '\uf0ff'))) return '•';
   return c;
@@ -206,17 +209,30 @@ export function extractPage(page: mupdf.Page, doc: mupdf.Document, number: numbe
 
 export function makeFrag(chars: PChar[]): Frag {
   let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
-  const sizes = new Map<number, number>();
+  // how many non-blank characters have each size, in the order sizes first appear: most
+  // fragments have one size, counted without a map
+  let oneSize = 0;
+  let oneCount = 0;
+  let sizes: Map<number, number> | null = null;
   for (const ch of chars) {
     x0 = Math.min(x0, ch.x0);
     x1 = Math.max(x1, ch.x1);
     y0 = Math.min(y0, ch.base - ch.size * 0.8);
     y1 = Math.max(y1, ch.base + ch.size * 0.2);
-    if (ch.c.trim() !== '') sizes.set(ch.size, (sizes.get(ch.size) ?? 0) + 1);
+    if (!isInk(ch.c)) continue;
+    if (sizes) sizes.set(ch.size, (sizes.get(ch.size) ?? 0) + 1);
+    else if (oneCount === 0 || ch.size === oneSize) { oneSize = ch.size; oneCount++; }
+    else sizes = new Map([[oneSize, oneCount], [ch.size, 1]]);
   }
+  // the size most of them have; of equal counts, the larger
   let size = chars[0]!.size;
-  let best = -1;
-  for (const [s, n] of sizes) if (n > best || (n === best && s > size)) { best = n; size = s; }
-  const base = chars.find((c) => c.size === size)?.base ?? chars[0]!.base;
+  if (sizes) {
+    let best = -1;
+    for (const [s, n] of sizes) if (n > best || (n === best && s > size)) { best = n; size = s; }
+  } else if (oneCount > 0) {
+    size = oneSize;
+  }
+  let base = chars[0]!.base;
+  for (const c of chars) if (c.size === size) { base = c.base; break; }
   return { chars, x0, x1, y0, y1, size, base };
 }

@@ -161,10 +161,16 @@ const SUPERSCRIPT: Record<string, string> = { 0: '⁰', 1: '¹', 2: '²', 3: '³
 function superscriptMarkers(chars: PChar[]): void {
   // most lines have no digit: nothing to look at
   if (!chars.some((c) => isDigit(c.c))) return;
-  const letters = chars.filter((c) => isLetter(c.c));
-  if (letters.length === 0) return;
-  const size = median(letters.map((c) => c.size));
-  const base = median(letters.map((c) => c.base));
+  const sizes: number[] = [];
+  const bases: number[] = [];
+  for (const c of chars) {
+    if (!isLetter(c.c)) continue;
+    sizes.push(c.size);
+    bases.push(c.base);
+  }
+  if (sizes.length === 0) return;
+  const size = median(sizes);
+  const base = median(bases);
   for (const [i, ch] of chars.entries()) {
     if (!isDigit(ch.c) || ch.size > size * 0.8 || base - ch.base < size * 0.2) continue;
     chars[i] = { ...ch, c: SUPERSCRIPT[ch.c]! };

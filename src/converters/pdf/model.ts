@@ -114,6 +114,11 @@ export function isPageNumber(text: string): boolean {
 
 export function median(values: readonly number[]): number {
   if (values.length === 0) return 0;
+  // most calls get one value many times (the size of a line's letters): no sort for those
+  const first = values[0]!;
+  let same = true;
+  for (let i = 1; i < values.length && same; i++) same = values[i] === first;
+  if (same) return first;
   const s = Float64Array.from(values).sort();
   return s[s.length >> 1]!;
 }
