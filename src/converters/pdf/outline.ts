@@ -55,6 +55,8 @@ export interface OutlineMatch {
   continued: boolean;
 }
 
+const unused = (e: OutlineEntry): boolean => !e.used;
+
 /** Matches the lines of one page, in reading order, against the outline's entries. */
 export class OutlineMatcher {
   private readonly entries: OutlineEntry[];
@@ -67,11 +69,13 @@ export class OutlineMatcher {
 
   /** The heading level of a line with this text, 0 when the outline does not name it. */
   match(text: string): OutlineMatch {
+    const pending = this.pending;
+    this.pending = null;
+    // most lines of most pages: nothing left to match, no key to make
+    if (!pending && !this.entries.some(unused)) return { level: 0, continued: false };
     const key = outlineKey(text);
     // a title printed with or without the section number the outline gives ("3.4 Title")
     const bare = bareKey(text);
-    const pending = this.pending;
-    this.pending = null;
     if (!key) return { level: 0, continued: false };
     if (pending && pending.entry.key.startsWith(pending.text + key)) {
       const sofar = pending.text + key;
