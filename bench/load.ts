@@ -160,6 +160,9 @@ export async function openLoop(opts: LoadOptions & { durationMs: number; rate: n
   return finish(r, seconds);
 }
 
+/** The rate of one pass over a corpus (a warm-up pass, reported beside the measured ones). */
+export interface PassRate { rate: number; documents: number; seconds: number }
+
 /** Runs `items` once each, `concurrency` at a time; resolves with the wall time in seconds. */
 export async function runAll<T>(items: readonly T[], concurrency: number, each: (item: T, index: number) => Promise<void>): Promise<number> {
   let next = 0;

@@ -2,7 +2,7 @@
 // `concurrency` requests in flight, whole passes over the corpus until `minSeconds` is filled
 // (the same rule as the native baselines). Counts the units of the sources that completed.
 import { Pool } from 'undici';
-import { runAll } from './load.js';
+import { runAll, type PassRate } from './load.js';
 import { convert, fileBody, type Body, type Outcome } from './client.js';
 import type { CorpusFile } from './corpus.js';
 import { POOL_THREADS } from './docpipe.js';
@@ -20,7 +20,7 @@ export interface ApiResult {
   samples: string[];
   /** The warm-up pass before the measured ones: its rate is what a process just started
    *  gives (its threads still compiling the converter's hot code). */
-  warm?: { rate: number; documents: number; seconds: number };
+  warm?: PassRate;
 }
 
 export async function apiThroughput(origin: string, key: string, endpoint: string, files: readonly CorpusFile[],

@@ -10,7 +10,7 @@ import { InlineExecutor, type Executor } from '../../src/jobs/executor.js';
 import { PoolExecutor } from '../../src/pool/pool.js';
 import { defaultFormats } from '../../src/converters/registry.js';
 import type { ConverterKind, ConvertOptions } from '../../src/converters/types.js';
-import { runAll } from '../load.js';
+import { runAll, type PassRate } from '../load.js';
 import type { CorpusFile } from '../corpus.js';
 
 export interface InThreadResult {
@@ -21,7 +21,7 @@ export interface InThreadResult {
   failures: number;
   threads: number;
   /** The warm-up pass before the measured ones (see ApiResult.warm). */
-  warm?: { rate: number; documents: number; seconds: number };
+  warm?: PassRate;
 }
 
 /** Whole passes over the corpus until `minSeconds` is filled (the rule of the other baselines). */

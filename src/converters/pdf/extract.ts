@@ -116,7 +116,7 @@ function bandsOf(links: readonly LinkArea[]): Map<number, LinkArea[]> {
  * onChar is the hottest function of a conversion).
  */
 class PageReader implements StextVisitor {
-  readonly fontStyles = new Map<number, number>();
+  private readonly fontStyles = new Map<number, number>();
   readonly frags: Frag[] = [];
   readonly images: ImageBox[] = [];
   readonly vectors: VecBox[] = [];

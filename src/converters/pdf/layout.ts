@@ -7,7 +7,7 @@
 // lines and each stretch between them is looked at on its own, with a stricter test (real
 // columns of text on both sides, not a code listing's comments or a form's labels).
 // The result is a list of sections; a section boundary is always a paragraph boundary.
-import { boxOf, byX0, type Item, median, MONO } from './model.js';
+import { boxOf, byX0, byY0ThenX0, type Item, median, MONO } from './model.js';
 
 /** Narrowest white band taken for a gutter between columns, in points. */
 const MIN_GUTTER = 8;
@@ -77,10 +77,6 @@ function monoShare(text: readonly Item[]): number {
   return all === 0 ? 0 : mono / all;
 }
 
-function byPosition(a: Item, b: Item): number {
-  return a.y0 - b.y0 || a.x0 - b.x0;
-}
-
 const byFragBaseThenX0 = (a: Item & { kind: 'text' }, b: Item & { kind: 'text' }): number => a.frag.base - b.frag.base || a.x0 - b.x0;
 
 /** For each narrow piece of text, the text that follows it on its baseline within 2.5 em. */
@@ -108,7 +104,7 @@ function followers(items: readonly Item[]): Map<Item, Item> {
 /** Sections of the page's items in reading order. */
 export function readingOrder(items: readonly Item[], pageWidth: number): Item[][] {
   const gs = gutters(items, pageWidth);
-  const sorted = [...items].sort(byPosition);
+  const sorted = [...items].sort(byY0ThenX0);
   if (gs.length > 0) return columnsOf(sorted, gs);
   return banded(sorted, pageWidth);
 }

@@ -496,16 +496,16 @@ function assignLevels(blocks: Block[], opts: RenderOptions): void {
 
 const CONTENTS_RE = /^((table of )?contents|inhalt(sverzeichnis)?|table des matières|sommaire|índice|indice|inhoud(sopgave)?)$/i;
 
+const isLeader = (l: Line): boolean => LEADERS_RE.test(l.text);
+const isContentsTitle = (l: Line): boolean => CONTENTS_RE.test(l.text);
+const namesContents = (b: Block): boolean => 'lines' in b && b.lines.some(isContentsTitle);
+
 /**
  * On a contents page (titled so, and three lines or more end in leaders), a heading followed by
  * leader lines is an entry set bold over the lines it holds ("Issue 1, February 2009", "3
  * Examples"), not a section of the document: a paragraph. The page's title stays a heading, as
  * do the sections set on the page beside or after the list.
  */
-const isLeader = (l: Line): boolean => LEADERS_RE.test(l.text);
-const isContentsTitle = (l: Line): boolean => CONTENTS_RE.test(l.text);
-const namesContents = (b: Block): boolean => 'lines' in b && b.lines.some(isContentsTitle);
-
 function contentsEntries(blocks: Block[]): Block[] {
   let leaders = 0;
   for (const b of blocks) if ('lines' in b) for (const l of b.lines) if (isLeader(l)) leaders++;

@@ -136,4 +136,4 @@ export const byBaseThenX0 = (a: { base: number; x0: number }, b: { base: number;
 /** Top to bottom by top edge, then left to right. */
 export const byY0ThenX0 = (a: Box, b: Box): number => a.y0 - b.y0 || a.x0 - b.x0;
 /** A character that is not white space. */
-export const isInkChar = (c: PChar): boolean => c.c.trim() !== '';
+export const isInkChar = (c: PChar): boolean => isInk(c.c);

@@ -64,15 +64,17 @@ function keyOf(f: Frag, yBucket: number): string {
   return `${yBucket}|${normText(textOf(f.chars))}`;
 }
 
+/** Adds `n` characters of `size` to the counts by rounded size. */
+function countSize(sizeChars: Map<number, number>, size: number, n: number): void {
+  if (n === 0) return;
+  const k = roundSize(size);
+  sizeChars.set(k, (sizeChars.get(k) ?? 0) + n);
+}
+
 export function pageSignals(page: PageModel): PageSignals {
   const sizeChars = new Map<number, number>();
   const marginKeys = new Set<string>();
   const words = new Set<string>();
-  const countSize = (size: number, n: number): void => {
-    if (n === 0) return;
-    const k = roundSize(size);
-    sizeChars.set(k, (sizeChars.get(k) ?? 0) + n);
-  };
   for (const f of page.frags) {
     const text = textOf(f.chars);
     // where a hyphen that ends the line stands
@@ -94,11 +96,11 @@ export function pageSignals(page: PageModel): PageSignals {
     for (const ch of f.chars) {
       if (!isInk(ch.c)) continue;
       if (ch.size === size) { n++; continue; }
-      countSize(size, n);
+      countSize(sizeChars, size, n);
       size = ch.size;
       n = 1;
     }
-    countSize(size, n);
+    countSize(sizeChars, size, n);
   }
   return { words, sizeChars, marginKeys, page: page.number, shortLines: shortLines(page) };
 }
