@@ -139,7 +139,8 @@ export async function recognize(image: Buffer, signal?: AbortSignal, languages: 
     signal?.addEventListener('abort', onAbort, { once: true });
   });
   try {
-    const job = worker.recognize(image, {}, { blocks: true, text: true });
+    // the block tree only: the plain text output is never read (it cost 5 ms of a 550 ms scan)
+    const job = worker.recognize(image, {}, { blocks: true, text: false });
     const result = await Promise.race([job, stop]);
     return toResult(result.data);
   } catch (err) {
