@@ -69,7 +69,7 @@ t.test('recognize refuses to start when the signal is already aborted', async (t
   await t.rejects(recognize(Buffer.from('not even an image'), ac.signal), /client went away/);
 });
 
-const line = (text: string, y: number, size = 30): OcrLine => ({ text, x0: 100, y0: y, x1: 900, y1: y + size, size });
+const line = (text: string, y: number, size = 30, confidence = 92): OcrLine => ({ text, x0: 100, y0: y, x1: 900, y1: y + size, size, confidence });
 
 t.test('OCR lines become paragraphs, headings and lists by layout', async (t) => {
   const md = ocrMarkdown({
@@ -89,4 +89,20 @@ t.test('OCR lines become paragraphs, headings and lists by layout', async (t) =>
     'A second paragraph follows the gap.',
     '- first point\n- second point',
   ].join('\n\n'));
+});
+
+t.test('large type read with little confidence stays text: glyphs that are not letters make no heading', async (t) => {
+  // what tesseract made of a page of LaTeX's encoding guide that shows math delimiters: large
+  // shapes read as short words at 17–31 %, beside a real title read at 94 %
+  const md = ocrMarkdown({
+    confidence: 54,
+    paragraphs: [
+      { x0: 100, y0: 100, x1: 900, y1: 170, lines: [line('Math extension', 100, 64, 94)] },
+      { x0: 100, y0: 200, x1: 900, y1: 280, lines: [line('AV', 200, 78, 17)] },
+      { x0: 100, y0: 300, x1: 900, y1: 392, lines: [line('SII fun', 300, 92, 27)] },
+      { x0: 100, y0: 400, x1: 900, y1: 500, lines: [line('cmex10, OMX', 400), line('the delimiters of TeX\'s math extension font', 435)] },
+      { x0: 100, y0: 550, x1: 900, y1: 650, lines: [line('in the order of their codes,', 550), line('eight to a row, with the code', 585), line('of each row beside it.', 620)] },
+    ],
+  });
+  t.equal(md, ['# Math extension', 'AV', 'SII fun', 'cmex10, OMX the delimiters of TeX\'s math extension font', 'in the order of their codes, eight to a row, with the code of each row beside it.'].join('\n\n'));
 });

@@ -113,6 +113,8 @@ export interface OcrLine {
   text: string; x0: number; y0: number; x1: number; y1: number;
   /** Tesseract's estimate of the line's type height (ascender to descender), in pixels. */
   size: number;
+  /** The mean confidence of the line's words, 0–100. */
+  confidence: number;
 }
 export interface OcrParagraph { lines: OcrLine[]; x0: number; y0: number; x1: number; y1: number }
 export interface OcrResult {
@@ -164,10 +166,14 @@ function toResult(page: Tesseract.Page): OcrResult {
     for (const para of block.paragraphs) {
       const lines: OcrLine[] = [];
       for (const line of para.lines) {
-        for (const w of line.words) { confSum += w.confidence; words++; }
+        let lineConf = 0;
+        for (const w of line.words) lineConf += w.confidence;
+        confSum += lineConf;
+        words += line.words.length;
         const text = line.words.map((w) => w.text).join(' ').trim();
         const size = line.rowAttributes?.rowHeight || line.bbox.y1 - line.bbox.y0;
-        if (text) lines.push({ text, x0: line.bbox.x0, y0: line.bbox.y0, x1: line.bbox.x1, y1: line.bbox.y1, size });
+        const confidence = line.words.length > 0 ? lineConf / line.words.length : 0;
+        if (text) lines.push({ text, x0: line.bbox.x0, y0: line.bbox.y0, x1: line.bbox.x1, y1: line.bbox.y1, size, confidence });
       }
       if (lines.length > 0) {
         paragraphs.push({ lines, x0: para.bbox.x0, y0: para.bbox.y0, x1: para.bbox.x1, y1: para.bbox.y1 });
@@ -216,6 +222,14 @@ export function escapeInline(text: string): string {
     .replace(/<(?=[\p{L}/!?])/gu, '\\<');
 }
 
+/**
+ * A line tesseract read with less confidence than this (the mean of its words') never becomes a
+ * heading. Large glyphs that are not letters (a table of math delimiters, a logo, a drawing) come
+ * back as short "words" in large type, read at 4–31 % (`AV`, `SII fun`, `{HCO [IN` on a page of
+ * LaTeX's encoding guide), where a printed heading reads at 85 % and more.
+ */
+const HEADING_CONFIDENCE = 70;
+
 /** Bullets as tesseract tends to read them ("•" often comes back as "+", "«" or "©"). */
 const OCR_BULLET = /^[•·●▪■◦+*»«©°–-]\s+/;
 const OCR_NUMBER = /^(\d{1,3})[.)]\s+/;
@@ -223,9 +237,9 @@ const OCR_NUMBER = /^(\d{1,3})[.)]\s+/;
 /**
  * Markdown from an OCR result, following tesseract's paragraphs. A paragraph is also split
  * where a blank gap or a clear change of type size separates two of its lines (tesseract
- * sometimes lumps a heading with its text). Short paragraphs in clearly larger type become
- * headings (# at 1.7× the usual height, else ##); lines starting with a bullet or a number
- * become list items.
+ * sometimes lumps a heading with its text). Short paragraphs in clearly larger type, read with
+ * confidence, become headings (# at 1.7× the usual height, else ##); lines starting with a
+ * bullet or a number become list items.
  */
 export function ocrMarkdown(result: OcrResult): string {
   const typical = median(result.paragraphs.flatMap((p) => p.lines.map((l) => l.size))) || 1;
@@ -235,11 +249,12 @@ export function ocrMarkdown(result: OcrResult): string {
     if (group.length === 0) return;
     const text = joinLines(group.map((l) => l.text));
     const ratio = median(group.map((l) => l.size)) / typical;
+    const confident = group.reduce((a, l) => a + l.confidence, 0) / group.length >= HEADING_CONFIDENCE;
     const bullet = OCR_BULLET.exec(text);
     const number = OCR_NUMBER.exec(text);
     let md: string;
     let item: 'bullet' | 'number' | null = null;
-    if (ratio >= 1.25 && group.length <= 2 && text.length <= 120) md = `${ratio >= 1.7 ? '#' : '##'} ${escapeStart(text)}`;
+    if (ratio >= 1.25 && group.length <= 2 && text.length <= 120 && confident) md = `${ratio >= 1.7 ? '#' : '##'} ${escapeStart(text)}`;
     else if (bullet) { md = `- ${escapeStart(text.slice(bullet[0].length))}`; item = 'bullet'; }
     else if (number) { md = `${number[1]}. ${escapeStart(text.slice(number[0].length))}`; item = 'number'; }
     else md = escapeStart(text);
