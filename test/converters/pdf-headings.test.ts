@@ -70,3 +70,13 @@ t.test('a contents page: its title is a heading, its bold entries over leader li
   t.match(markdown, new RegExp(`^- ${text.CONTENTS.marked[1]}$`, 'm'), 'the line after a large bullet is a list item');
   t.match(markdown, new RegExp(`^- \\*\\*${text.CONTENTS.point}\\*\\*$`, 'm'), 'a bullet set large and bold opens a list item, not a heading');
 });
+
+t.test('a title broken at a hyphen goes on in the next line; a contents entry broken so is a line of the contents, not a heading', async (t) => {
+  const { markdown } = await convertWith(pdfConverter, await text.buildBrokenTitlesPdf(dir));
+  const [first, rest] = text.BROKEN.entry;
+  const entry = `${first!.slice(0, -1)}${rest} ${text.BROKEN.entryPage}`;
+  t.same(headings(markdown), ['# Contents', `# ${text.BROKEN.title[0]!.slice(0, -1)}${text.BROKEN.title[1]}`],
+    'the section title whole, its hyphen dropped; no entry of the contents');
+  t.match(markdown, new RegExp(`^\\*\\*${entry}\\*\\*$`, 'm'), 'the broken entry is one bold line, with its page number');
+  t.match(markdown, /^\*\*3 Results for the coastal stations 6\*\*$/m, 'the entry after it stays a line of its own');
+});

@@ -315,6 +315,11 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, box: Box, inCol
     // caption's second line, "through 2021–22")
     if (level > 0 && !byOutline && /^\p{Ll}/u.test(x.text) &&
       !(near && cur?.kind === 'heading' && !cur.byOutline && styleKey(cur.lines[0]!.head) === styleKey(x.head))) level = 0;
+    // a title broken at a hyphen goes on in this line ("… look differ-" / "ent"), even where the
+    // line is not a title by itself; when it is a contents line ("ent  2", the page number far to
+    // the right) the title above was the first line of an entry of the contents, not a title
+    const brokenTitle = level === 0 && near && cur?.kind === 'heading' && !cur.byOutline && /^\p{Ll}/u.test(x.text) &&
+      /\p{L}-$/u.test(cur.lines[cur.lines.length - 1]!.text) && styleKey(cur.lines[0]!.head) === styleKey(x.head);
     const bullet = BULLET_RE.exec(x.text);
     const ordered = ORDERED_RE.exec(x.text);
     const inCode = cur?.kind === 'code' && prev !== null && gap <= x.size * 1.5;
@@ -338,6 +343,9 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, box: Box, inCol
       } else {
         blocks.push({ kind: 'heading', level, lines: [x], depth });
       }
+    } else if (brokenTitle) {
+      cur.lines.push(x);
+      if (toc || pageNumberAfterGap(x)) blocks[blocks.length - 1] = { kind: 'para', lines: cur.lines };
     } else if (code) {
       if (inCode) cur.lines.push(x);
       else blocks.push({ kind: 'code', lines: [x] });
@@ -347,7 +355,7 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, box: Box, inCol
       // a wrapped item without a hanging indent: the line above ran to the margin mid-sentence
       (x.x0 >= cur.indent - 1 && prev!.x1 >= right - x.size * 2 && !endsSentence(prev!.text)))) {
       cur.lines.push(x);
-    } else if (near && cur?.kind === 'para' && !toc && !LEADERS_RE.test(prev!.text) &&
+    } else if (near && cur?.kind === 'para' && !toc && !LEADERS_RE.test(prev!.text) && !pageNumberAfterGap(prev!) &&
       // label–value lines of a form stay lines
       !(FIELD_RE.test(x.text) && FIELD_RE.test(prev!.text)) &&
       !(endsSentence(prev!.text) && (prev!.x1 < right - x.size * 3 || x.x0 > prev!.x0 + x.size * 0.8))) {
