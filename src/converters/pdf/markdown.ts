@@ -191,6 +191,9 @@ const CAPTION_RE = /^(table|figure|fig\.|chart|exhibit|plate|listing|source|note
 
 const CHAPTER_RE = /^(chapter|part|appendix)\s+(\d{1,3}|[IVXLC]{1,6}|[A-Z])$/i;
 
+/** The labels of a figure's panels on one line: "(a) before (b) after", "(c) … (d) …". */
+const PANELS_RE = /^\([a-z]\)\s.*\s\([a-z]\)\s/;
+
 /**
  * Whether a line is a heading: its provisional level (the final one is the HeadingTree's), 0
  * for text. Candidates come from the document's font statistics (larger type, or bold at body
@@ -218,7 +221,7 @@ function levelOf(line: Line, stats: DocStats | null, spaced: boolean, centred: b
   if (!bySize && depth === 0 && words < 2 && !/^\p{Lu}$/u.test(line.text) && !(centred && inColumn)) return 0;
   // a caption ("Table 1: …", "Figure 3.") is not a title
   // nor are the labels of a figure's panels ("(a) before (b) after")
-  if (CAPTION_RE.test(line.text) || /^\(a\)\s.*\s\(b\)\s/.test(line.text)) return 0;
+  if (CAPTION_RE.test(line.text) || PANELS_RE.test(line.text)) return 0;
   // larger type that reads as a sentence (several words and a full stop) is text set large;
   // a form field ("Patient Name: …") is a label with its value
   if (/[a-z)]\.$/.test(line.text) && words > 5) return 0;
