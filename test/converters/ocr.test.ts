@@ -106,3 +106,15 @@ t.test('large type read with little confidence stays text: glyphs that are not l
   });
   t.equal(md, ['# Math extension', 'AV', 'SII fun', 'cmex10, OMX the delimiters of TeX\'s math extension font', 'in the order of their codes, eight to a row, with the code of each row beside it.'].join('\n\n'));
 });
+
+t.test('a form\'s label and value in large type stays a line of text, not a heading', async (t) => {
+  const md = ocrMarkdown({
+    confidence: 93,
+    paragraphs: [
+      { x0: 100, y0: 100, x1: 900, y1: 160, lines: [line('Admission Record', 100, 60)] },
+      { x0: 100, y0: 200, x1: 900, y1: 245, lines: [line('Patient Name: John Smith', 200, 45)] },
+      { x0: 100, y0: 300, x1: 900, y1: 400, lines: [line('The patient was admitted in the morning', 300), line('and seen by the doctor on duty at noon.', 335), line('Notes follow on the next page.', 370)] },
+    ],
+  });
+  t.equal(md, ['# Admission Record', 'Patient Name: John Smith', 'The patient was admitted in the morning and seen by the doctor on duty at noon. Notes follow on the next page.'].join('\n\n'));
+});

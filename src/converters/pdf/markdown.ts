@@ -10,6 +10,7 @@ import {
 } from './model.js';
 import type { OutlineMatcher } from './outline.js';
 import { type DocStats, headingLevel } from './stats.js';
+import { FORM_FIELD_RE } from '../shared/form-field.js';
 
 export interface RenderOptions {
   stats: DocStats | null;
@@ -181,8 +182,6 @@ function superscriptMarkers(chars: PChar[]): void {
 const isDigit = (c: string): boolean => c.length === 1 && c >= '0' && c <= '9';
 
 const isLine = (x: Line | Item): x is Line => !('kind' in x);
-/** A form line: a short label ending in a colon, then its value ("Report ID: SPARSE-1234"). */
-const FIELD_RE = /^[\p{L}][\p{L}\d ./#&()'-]{0,30}:\s+\S/u;
 const endsSentence = (s: string): boolean => /[.!?:;"”’)]$/.test(s);
 /** A table-of-contents line: dot leaders before a page number. */
 const LEADERS_RE = /(\.\s?){4,}[^.]{0,3}\s*\S*\d+$| … \S*\d+$| …$/;
@@ -225,7 +224,7 @@ function levelOf(line: Line, stats: DocStats | null, spaced: boolean, centred: b
   // larger type that reads as a sentence (several words and a full stop) is text set large;
   // a form field ("Patient Name: …") is a label with its value
   if (/[a-z)]\.$/.test(line.text) && words > 5) return 0;
-  if (FIELD_RE.test(line.text)) return 0;
+  if (FORM_FIELD_RE.test(line.text)) return 0;
   // a contents line (a title, then its page number far to the right; "B Further Reading 14")
   // or a date is not a section title
   if (pageNumberAfterGap(line) || (/^[A-Z]\s+\p{Lu}/u.test(line.text) && /\s\d{1,4}$/.test(line.text))) return 0;
@@ -360,7 +359,7 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, box: Box, inCol
       cur.lines.push(x);
     } else if (near && cur?.kind === 'para' && !toc && !LEADERS_RE.test(prev!.text) && !pageNumberAfterGap(prev!) &&
       // label–value lines of a form stay lines
-      !(FIELD_RE.test(x.text) && FIELD_RE.test(prev!.text)) &&
+      !(FORM_FIELD_RE.test(x.text) && FORM_FIELD_RE.test(prev!.text)) &&
       !(endsSentence(prev!.text) && (prev!.x1 < right - x.size * 3 || x.x0 > prev!.x0 + x.size * 0.8))) {
       cur.lines.push(x);
     } else {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import Tesseract from 'tesseract.js';
 import { ApiError } from '../../errors.js';
 import { DEFAULT_OCR_LANGUAGES, OCR_LANGUAGES, type OcrLanguage } from './ocr-languages.js';
+import { FORM_FIELD_RE } from './form-field.js';
 
 export { OCR_LANGUAGES, type OcrLanguage } from './ocr-languages.js';
 
@@ -238,8 +239,9 @@ const OCR_NUMBER = /^(\d{1,3})[.)]\s+/;
  * Markdown from an OCR result, following tesseract's paragraphs. A paragraph is also split
  * where a blank gap or a clear change of type size separates two of its lines (tesseract
  * sometimes lumps a heading with its text). Short paragraphs in clearly larger type, read with
- * confidence, become headings (# at 1.7× the usual height, else ##); lines starting with a
- * bullet or a number become list items.
+ * confidence, become headings (# at 1.7× the usual height, else ##), unless they are a form's
+ * label and value ("Patient Name: …"); lines starting with a bullet or a number become list
+ * items.
  */
 export function ocrMarkdown(result: OcrResult): string {
   const typical = median(result.paragraphs.flatMap((p) => p.lines.map((l) => l.size))) || 1;
@@ -254,7 +256,7 @@ export function ocrMarkdown(result: OcrResult): string {
     const number = OCR_NUMBER.exec(text);
     let md: string;
     let item: 'bullet' | 'number' | null = null;
-    if (ratio >= 1.25 && group.length <= 2 && text.length <= 120 && confident) md = `${ratio >= 1.7 ? '#' : '##'} ${escapeStart(text)}`;
+    if (ratio >= 1.25 && group.length <= 2 && text.length <= 120 && confident && !FORM_FIELD_RE.test(text)) md = `${ratio >= 1.7 ? '#' : '##'} ${escapeStart(text)}`;
     else if (bullet) { md = `- ${escapeStart(text.slice(bullet[0].length))}`; item = 'bullet'; }
     else if (number) { md = `${number[1]}. ${escapeStart(text.slice(number[0].length))}`; item = 'number'; }
     else md = escapeStart(text);
