@@ -80,3 +80,9 @@ t.test('a title broken at a hyphen goes on in the next line; a contents entry br
   t.match(markdown, new RegExp(`^\\*\\*${entry}\\*\\*$`, 'm'), 'the broken entry is one bold line, with its page number');
   t.match(markdown, /^\*\*3 Results for the coastal stations 6\*\*$/m, 'the entry after it stays a line of its own');
 });
+
+t.test('lines set large that hold one sentence\'s end and the next one\'s start are a paragraph, not a title', async (t) => {
+  const { markdown } = await convertWith(pdfConverter, await text.buildLeadPdf(dir));
+  t.same(headings(markdown), [`# ${text.LEAD.title}`]);
+  t.match(markdown, new RegExp(`^${text.LEAD.lines.join(' ').replace(/[().]/g, '\\$&')}$`, 'm'), 'the lead is one paragraph');
+});

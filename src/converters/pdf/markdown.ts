@@ -368,8 +368,25 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, box: Box, inCol
     prev = x;
   }
   blocks.push(...held);
+  // a title is a name, not sentences: lines set large that hold a full stop and go on with a
+  // new sentence ("… positive for Campylobacter at retail (2.4%). Data from 2007 …") are text,
+  // with the lines that go on in lower case after them
+  for (let i = 0; i < blocks.length; i++) {
+    const b = blocks[i]!;
+    if (b.kind !== 'heading' || b.byOutline || !SENTENCES_RE.test(b.lines.map((l) => l.text).join(' '))) continue;
+    const para: Block = { kind: 'para', lines: b.lines };
+    const next = blocks[i + 1];
+    if (next?.kind === 'para' && /^\p{Ll}/u.test(next.lines[0]!.text)) {
+      para.lines.push(...next.lines);
+      blocks.splice(i + 1, 1);
+    }
+    blocks[i] = para;
+  }
   return blocks;
 }
+
+/** A sentence's end and the next sentence's start: a word or a closing bracket, a full stop, a capital. */
+const SENTENCES_RE = /[\p{Ll})%]\.\s+\p{Lu}\p{Ll}/u;
 
 const LETTERS_END_RE = /\p{L}+$/u;
 const LETTERS_START_RE = /^\p{L}+/u;
