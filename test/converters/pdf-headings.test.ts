@@ -13,6 +13,8 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-pdf-headings-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
 const headings = (md: string): string[] => md.split('\n').filter((l) => /^#{1,6} /.test(l));
+/** `text` as a pattern that matches it literally. */
+const literal = (text: string): string => text.replace(/[()[\]{}.*+?^$|\\]/g, '\\$&');
 const expected = build.SECTIONS.map(([depth, title]) => `${'#'.repeat(depth)} ${title}`);
 
 t.test('the outline gives the heading tree: every entry at its depth, nothing else a heading', async (t) => {
@@ -35,7 +37,7 @@ t.test('without an outline, a one-word bold label, a caption over two lines and 
   const { markdown } = await convertWith(pdfConverter, await text.buildNumberedPdf(dir));
   t.same(headings(markdown), ['# Study Report', ...text.NUMBERED.map(([title, level]) => `${'#'.repeat(level)} ${title}`)],
     'the title and every numbered section (3, 3.4, A.1) at its number\'s depth, nothing else');
-  for (const line of text.NOT_HEADINGS) t.notMatch(markdown, new RegExp(`^#+ ${line.replace(/[()[\]{}.*+?^$|\\]/g, '\\$&')}`, 'm'), `"${line}" is not a heading`);
+  for (const line of text.NOT_HEADINGS) t.notMatch(markdown, new RegExp(`^#+ ${literal(line)}`, 'm'), `"${line}" is not a heading`);
   t.match(markdown, `${text.NOT_HEADINGS[1]} ${text.NOT_HEADINGS[2]}`, 'the wrapped caption stays one caption');
 });
 
@@ -64,7 +66,7 @@ t.test('without an outline, a manual gets its heading tree: numbered sections at
 t.test('a contents page: its title is a heading, its bold entries over leader lines are not; a large mark in the margin or a large bullet does not make a line a heading', async (t) => {
   const { markdown } = await convertWith(pdfConverter, await text.buildContentsPdf(dir));
   t.same(headings(markdown), text.CONTENTS.headings, 'the title, "Contents" and the sections after the list, nothing else');
-  for (const entry of text.CONTENTS.entries) t.match(markdown, new RegExp(`^\\*\\*${entry}\\*\\*$`, 'm'), `"${entry}" is a bold line of the contents`);
+  for (const entry of text.CONTENTS.entries) t.match(markdown, new RegExp(`^\\*\\*${literal(entry)}\\*\\*$`, 'm'), `"${entry}" is a bold line of the contents`);
   t.match(markdown, /^Training the interviewers …$/m, 'leaders that end a line become " …"');
   t.match(markdown, text.CONTENTS.marked[0]!, 'the line beside the "!!" is text');
   t.match(markdown, new RegExp(`^- ${text.CONTENTS.marked[1]}$`, 'm'), 'the line after a large bullet is a list item');
@@ -77,12 +79,12 @@ t.test('a title broken at a hyphen goes on in the next line; a contents entry br
   const entry = `${first!.slice(0, -1)}${rest} ${text.BROKEN.entryPage}`;
   t.same(headings(markdown), ['# Contents', `# ${text.BROKEN.title[0]!.slice(0, -1)}${text.BROKEN.title[1]}`],
     'the section title whole, its hyphen dropped; no entry of the contents');
-  t.match(markdown, new RegExp(`^\\*\\*${entry}\\*\\*$`, 'm'), 'the broken entry is one bold line, with its page number');
+  t.match(markdown, new RegExp(`^\\*\\*${literal(entry)}\\*\\*$`, 'm'), 'the broken entry is one bold line, with its page number');
   t.match(markdown, /^\*\*3 Results for the coastal stations 6\*\*$/m, 'the entry after it stays a line of its own');
 });
 
 t.test('lines set large that hold one sentence\'s end and the next one\'s start are a paragraph, not a title', async (t) => {
   const { markdown } = await convertWith(pdfConverter, await text.buildLeadPdf(dir));
   t.same(headings(markdown), [`# ${text.LEAD.title}`]);
-  t.match(markdown, new RegExp(`^${text.LEAD.lines.join(' ').replace(/[().]/g, '\\$&')}$`, 'm'), 'the lead is one paragraph');
+  t.match(markdown, new RegExp(`^${literal(text.LEAD.lines.join(' '))}$`, 'm'), 'the lead is one paragraph');
 });
