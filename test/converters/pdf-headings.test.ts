@@ -88,3 +88,14 @@ t.test('lines set large that hold one sentence\'s end and the next one\'s start 
   t.same(headings(markdown), [`# ${text.LEAD.title}`]);
   t.match(markdown, new RegExp(`^${literal(text.LEAD.lines.join(' '))}$`, 'm'), 'the lead is one paragraph');
 });
+
+t.test('with an outline, the linked entries of a contents above a section are not its heading: the title is', async (t) => {
+  const { markdown } = await convertWith(pdfConverter, await text.buildLinkedContentsPdf(dir));
+  t.same(headings(markdown), text.LINKED.sections.map((s) => `# ${s}`), 'one heading per outline entry');
+  for (const s of text.LINKED.sections) {
+    t.match(markdown, new RegExp(`^\\[\\*\\*${literal(s)}\\*\\*\\]\\(#page-\\d\\)`, 'm'), `the contents entry "${s}" stays a link`);
+  }
+  t.ok(markdown.indexOf(`# ${text.LINKED.sections[0]}`) > markdown.indexOf(`[**${text.LINKED.sections[1]}**]`),
+    'the first heading is the title under the contents');
+  t.match(markdown, new RegExp(`^# ${literal(text.LINKED.sections[0]!)}\\n\\n${literal(text.LINKED.body)}`, 'm'), 'followed by its text');
+});

@@ -247,6 +247,22 @@ function pageNumberAfterGap(line: Line): boolean {
 
 const DATE_RE = /^(\p{L}+ \d{1,2}, \d{4}|\d{1,2} \p{L}+ \d{4}|\p{L}+ \d{4})$/u;
 
+/**
+ * True when all the line's ink is a link to a page of this document: an entry of a table of
+ * contents (hyperref and beamer link each one to its section), a line of its own and never the
+ * section's title, which is the link's target. doc.pdf's contents, on the page where section 1 starts, gave its entries as the
+ * outline's headings and left the titles below them bold text.
+ */
+function linksToPage(line: Line, links: readonly string[]): boolean {
+  let ink = false;
+  for (const c of line.chars) {
+    if (!isInk(c.c)) continue;
+    if (c.link < 0 || !links[c.link]?.startsWith('#page-')) return false;
+    ink = true;
+  }
+  return ink;
+}
+
 /** The usual distance from one line to the next in the section (median of close pairs). */
 function linePitch(lines: ReadonlyArray<Line | Item>): number {
   const deltas: number[] = [];
@@ -310,7 +326,7 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, box: Box, inCol
       prev = x;
       continue;
     }
-    const toc = LEADERS_RE.test(x.text);
+    const toc = LEADERS_RE.test(x.text) || linksToPage(x, opts.links);
     const byOutline = opts.outline && !toc ? opts.outline.match(x.text) : null;
     let level = toc ? 0 : byOutline ? byOutline.level : levelOf(x, opts.stats, prev === null || gap >= x.size * 0.8, isCentred(x, box), inColumn);
     // a line that goes on in lower case continues a heading above it, or is not one (a wrapped
