@@ -7,6 +7,7 @@ import t from 'tap';
 import { pdfConverter } from '../../src/converters/pdf.js';
 import { convertWith } from '../helpers/convert-ctx.js';
 import * as build from '../fixtures/build/pdf.js';
+import * as text from '../fixtures/build/pdf-text.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-pdf-tables-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -45,6 +46,14 @@ t.test('a page of two-column prose is read as paragraphs, not as a table', async
   t.match(markdown, 'The committee met in March to review the budget for the coming year. Members agreed');
   t.match(markdown, 'Several members asked for a clearer account of travel costs.');
   t.ok(markdown.indexOf('next meeting in April.') < markdown.indexOf('Several members asked'), 'left column first');
+});
+
+t.test('names set in the margin beside the lines of a paragraph are not a table with the paragraph', async (t) => {
+  const { markdown } = await convertWith(pdfConverter, await text.buildMarginNotesPdf(dir));
+  t.notMatch(markdown, '|', 'no table');
+  t.match(markdown, new RegExp(`^# ${text.MARGIN.heading}$`, 'm'), 'the section title is a heading');
+  for (const line of text.MARGIN.text) t.match(markdown, line, 'each line of the text is there');
+  t.ok(markdown.indexOf(text.MARGIN.text[1]!) < markdown.indexOf(text.MARGIN.text[2]!), 'in reading order');
 });
 
 t.test('label–value lines of a form stay lines in reading order, not a table', async (t) => {

@@ -300,8 +300,26 @@ function tableLike(rows: string[][]): boolean {
   }
   if (full < rows.length * rows[0]!.length * 0.5) return false;
   if (first.length > 0 && first.every(isListMarker)) return false;
+  if (runsOn(rows)) return false;
   if (keyed >= rows.length * 0.5) return false;
   return !isContents(rows);
+}
+
+/**
+ * A column whose text runs on from one row into the next as a sentence does (a long cell that
+ * does not end one, then one that starts in lower case): the lines of a paragraph beside notes
+ * in the margin (a documented macro's name set left of the text that describes it), read as a
+ * column of names and a column of prose.
+ */
+function runsOn(rows: string[][]): boolean {
+  for (let k = 0; k < rows[0]!.length; k++) {
+    for (let i = 1; i < rows.length; i++) {
+      const above = rows[i - 1]![k]!;
+      const below = rows[i]![k]!;
+      if (/^\p{Ll}/u.test(below) && !/[.:;!?]$/.test(above) && above.split(/\s+/).length >= 6 && rows[i]!.some((c, j) => j !== k && c !== '')) return true;
+    }
+  }
+  return false;
 }
 
 const LIST_MARKER_RE = /^([•◦▪▫●○■□‣⁃∙·\-–—*»►✓✔]|\(?\d{1,3}[.)]|[a-z][.)])$/u;
