@@ -99,3 +99,10 @@ t.test('with an outline, the linked entries of a contents above a section are no
     'the first heading is the title under the contents');
   t.match(markdown, new RegExp(`^# ${literal(text.LINKED.sections[0]!)}\\n\\n${literal(text.LINKED.body)}`, 'm'), 'followed by its text');
 });
+
+t.test('with an outline, an entry that is a short form of its printed title heads that title, and only a line that starts with its number', async (t) => {
+  const { markdown } = await convertWith(pdfConverter, await text.buildShortOutlinePdf(dir));
+  const named = text.SHORT_OUTLINE.filter(([, entry]) => entry !== null).map(([printed]) => `# ${printed}`);
+  t.same(headings(markdown), named, 'the printed titles of the two entries, at level 1');
+  t.match(markdown, /^\*\*1\.2 Package hyperref\*\*$/m, 'the title the outline does not name stays bold text');
+});

@@ -327,8 +327,14 @@ function blocksOf(section: readonly Item[], opts: RenderOptions, box: Box, inCol
       continue;
     }
     const toc = LEADERS_RE.test(x.text) || linksToPage(x, opts.links);
-    const byOutline = opts.outline && !toc ? opts.outline.match(x.text) : null;
-    let level = toc ? 0 : byOutline ? byOutline.level : levelOf(x, opts.stats, prev === null || gap >= x.size * 0.8, isCentred(x, box), inColumn);
+    let byOutline = opts.outline && !toc ? opts.outline.match(x.text) : null;
+    const styledLevel = (): number => levelOf(x, opts.stats, prev === null || gap >= x.size * 0.8, isCentred(x, box), inColumn);
+    // a title the outline gives in a short form, on a line set as a heading
+    if (byOutline && byOutline.level === 0 && !byOutline.continued && opts.outline!.waiting() && styledLevel() > 0) {
+      const level = opts.outline!.matchShort(x.text);
+      if (level > 0) byOutline = { level, continued: false };
+    }
+    let level = toc ? 0 : byOutline ? byOutline.level : styledLevel();
     // a line that goes on in lower case continues a heading above it, or is not one (a wrapped
     // caption's second line, "through 2021–22")
     if (level > 0 && !byOutline && /^\p{Ll}/u.test(x.text) &&

@@ -13,6 +13,8 @@ export interface OutlineEntry {
   level: number;
   /** 1-based page the entry points to. */
   page: number;
+  /** The title's words, lower-cased, one space apart. */
+  words: string;
   used: boolean;
 }
 
@@ -22,6 +24,8 @@ const MAX_ENTRIES = 5_000;
 type OutlineItem = NonNullable<ReturnType<mupdf.Document['loadOutline']>>[number];
 
 export const outlineKey = (s: string): string => s.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]/gu, '');
+/** The words of a title, lower-cased, one space apart. */
+export const wordsOf = (s: string): string => s.normalize('NFKC').toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean).join(' ');
 /** The key of a title without its leading section number. */
 export const bareKey = (s: string): string => outlineKey(s.replace(/^\s*(chapter\s+|section\s+|appendix\s+)?(\d+|[A-Z]|[IVXLC]+)(\.\d+)*\.?\s+/i, ''));
 
@@ -39,7 +43,7 @@ export function readOutline(doc: mupdf.Document): OutlineEntry[] {
       if (out.length >= MAX_ENTRIES) return;
       const key = outlineKey(it.title ?? '');
       if (key && typeof it.page === 'number' && it.page >= 0) {
-        out.push({ key, bare: bareKey(it.title ?? ''), level: Math.min(6, depth), page: it.page + 1, used: false });
+        out.push({ key, bare: bareKey(it.title ?? ''), level: Math.min(6, depth), page: it.page + 1, words: wordsOf(it.title ?? ''), used: false });
       }
       if (it.down && depth < 64) walk(it.down, depth + 1);
     }
@@ -62,7 +66,7 @@ export class OutlineMatcher {
   private readonly entries: OutlineEntry[];
   private pending: { entry: OutlineEntry; text: string } | null = null;
 
-  constructor(all: readonly OutlineEntry[], page: number) {
+  constructor(all: readonly OutlineEntry[], private readonly page: number) {
     this.entries = all.filter((e) => Math.abs(e.page - page) <= 1)
       .sort((a, b) => Math.abs(a.page - page) - Math.abs(b.page - page));
   }
@@ -93,5 +97,30 @@ export class OutlineMatcher {
       }
     }
     return { level: 0, continued: false };
+  }
+
+  /** Whether an entry of this very page is still to be found. */
+  waiting(): boolean {
+    return this.entries.some((e) => !e.used && e.page === this.page);
+  }
+
+  /**
+   * The level of an entry whose title is a short form of the line's, on the entry's own page:
+   * the line holds all the entry's words in a row (\section[aliascnt]{The aliascnt package}; an
+   * outline entry "Options" for the printed "1.1.1 Options for selecting pages"). The caller asks
+   * this only of a line set as a heading; 0 when no entry is.
+   */
+  matchShort(text: string): number {
+    const words = ` ${wordsOf(text)} `;
+    for (const e of this.entries) {
+      if (e.used || e.page !== this.page || e.key.length < 4 || words.length > (e.words.length + 2) * 4) continue;
+      // an entry with a section number names a line that starts with it ("2.2 Package" is not
+      // "1.2.2 Package hyperref"); one without, any run of the line's words
+      if (e.bare !== e.key ? words.startsWith(` ${e.words} `) : words.includes(` ${e.words} `)) {
+        e.used = true;
+        return e.level;
+      }
+    }
+    return 0;
   }
 }
