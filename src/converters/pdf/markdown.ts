@@ -250,8 +250,8 @@ const DATE_RE = /^(\p{L}+ \d{1,2}, \d{4}|\d{1,2} \p{L}+ \d{4}|\p{L}+ \d{4})$/u;
 /**
  * True when all the line's ink is a link to a page of this document: an entry of a table of
  * contents (hyperref and beamer link each one to its section), a line of its own and never the
- * section's title, which is the link's target. doc.pdf's contents, on the page where section 1 starts, gave its entries as the
- * outline's headings and left the titles below them bold text.
+ * section's title, which is the link's target. doc.pdf's contents, on the page where section 1
+ * starts, gave its entries as the outline's headings and left the titles below them bold text.
  */
 function linksToPage(line: Line, links: readonly string[]): boolean {
   let ink = false;

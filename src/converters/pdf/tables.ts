@@ -285,8 +285,8 @@ function bands(rows: readonly Row[]): Array<[number, number]> | null {
 }
 
 /** Rows split into aligned pieces that read as something else than a table: a key–value form
- *  (`Report ID:  SPARSE-2024`), a list (a column of bullets or numbers), or labels scattered
- *  over a chart (most cells empty). */
+ *  (`Report ID:  SPARSE-2024`), a list (a column of bullets or numbers), labels scattered over
+ *  a chart (most cells empty), or prose with notes beside it (runsOn). */
 function tableLike(rows: string[][]): boolean {
   let full = 0;
   let keyed = 0;
@@ -306,17 +306,20 @@ function tableLike(rows: string[][]): boolean {
 }
 
 /**
- * A column whose text runs on from one row into the next as a sentence does (a long cell that
- * does not end one, then one that starts in lower case): the lines of a paragraph beside notes
- * in the margin (a documented macro's name set left of the text that describes it), read as a
- * column of names and a column of prose.
+ * A column whose text runs on from one row into the next as a sentence does (a cell of six
+ * words or more that does not end one, then one that starts in lower case) while the row it
+ * runs into has text in another column too: the lines of a paragraph beside notes in the margin
+ * (a documented macro's name set left of the text that describes it, ltxdoc), or the two
+ * columns of a page of prose. A table's wrapped cell goes on in a row of its own, the other
+ * columns empty.
  */
 function runsOn(rows: string[][]): boolean {
   for (let k = 0; k < rows[0]!.length; k++) {
     for (let i = 1; i < rows.length; i++) {
       const above = rows[i - 1]![k]!;
       const below = rows[i]![k]!;
-      if (/^\p{Ll}/u.test(below) && !/[.:;!?]$/.test(above) && above.split(/\s+/).length >= 6 && rows[i]!.some((c, j) => j !== k && c !== '')) return true;
+      if (!/^\p{Ll}/u.test(below) || /[.:;!?]$/.test(above) || above.split(/\s+/).length < 6) continue;
+      if (rows[i]!.some((c, j) => j !== k && c !== '')) return true;
     }
   }
   return false;
