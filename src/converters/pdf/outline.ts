@@ -41,9 +41,11 @@ export function readOutline(doc: mupdf.Document): OutlineEntry[] {
   const walk = (list: readonly OutlineItem[], depth: number): void => {
     for (const it of list) {
       if (out.length >= MAX_ENTRIES) return;
-      const key = outlineKey(it.title ?? '');
+      const words = wordsOf(it.title ?? '');
+      // outlineKey's form of the title, from its words
+      const key = words.replace(/ /g, '');
       if (key && typeof it.page === 'number' && it.page >= 0) {
-        out.push({ key, bare: bareKey(it.title ?? ''), level: Math.min(6, depth), page: it.page + 1, words: wordsOf(it.title ?? ''), used: false });
+        out.push({ key, bare: bareKey(it.title ?? ''), level: Math.min(6, depth), page: it.page + 1, words, used: false });
       }
       if (it.down && depth < 64) walk(it.down, depth + 1);
     }

@@ -318,6 +318,8 @@ function runsOn(rows: string[][]): boolean {
     for (let i = 1; i < rows.length; i++) {
       const above = rows[i - 1]![k]!;
       const below = rows[i]![k]!;
+      // not markdown.ts's endsSentence: a closing bracket or quote ends a clause that may go on
+      // ("… older formats (rollback as far as 2019-10-01)" / "and Plain. …", a code comment)
       if (!/^\p{Ll}/u.test(below) || /[.:;!?]$/.test(above) || above.split(/\s+/).length < 6) continue;
       if (rows[i]!.some((c, j) => j !== k && c !== '')) return true;
     }
