@@ -207,7 +207,7 @@ t.test('a settle the gate did not hear during an outage is mended by the periodi
   t.equal((await untilTerminal(w, id, 10_000)).status, 'completed');
   const rows = await w.db.sql`select kind from ledger where conversion_id = ${id} order by id`;
   t.same(rows.map((r) => r.kind), ['reserve', 'release', 'charge'], 'the ledger settled with the status');
-  for (let i = 0; i < 40 && lost === 0; i++) await sleep(25);
+  for (let i = 0; i < 400 && lost === 0; i++) await sleep(25);
   t.equal(lost, 1, 'the gate was not told');
   // The sweep (MEND_INTERVAL_S, 1 s here) audits the account and settles the reservation in the gate.
   t.equal(await eventually(() => w.app.deps.gate.running(w.accountId), 0, 5_000), 0, 'the sweep settled it in the gate');

@@ -56,7 +56,7 @@ for (const mode of storeModes()) {
       held.hold();
       const first = await w.req('POST', '/v1/convert/text?wait=0', { json: { text: 'one' } });
       t.equal(first.status, 202);
-      for (let i = 0; i < 50 && held.waitingTasks === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 1500 && held.waitingTasks === 0; i++) await new Promise((r) => setTimeout(r, 20));
       t.ok(held.saturated(), 'the pool is saturated');
       const second = await w.req('POST', '/v1/convert/text?wait=30', { json: { text: 'two' } });
       t.equal(second.status, 202);
