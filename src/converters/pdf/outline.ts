@@ -23,9 +23,11 @@ const MAX_ENTRIES = 5_000;
 
 type OutlineItem = NonNullable<ReturnType<mupdf.Document['loadOutline']>>[number];
 
-export const outlineKey = (s: string): string => s.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]/gu, '');
 /** The words of a title, lower-cased, one space apart. */
 export const wordsOf = (s: string): string => s.normalize('NFKC').toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean).join(' ');
+/** The key of `wordsOf`'s words: their letters and digits run together. */
+const keyOfWords = (words: string): string => words.replace(/ /g, '');
+export const outlineKey = (s: string): string => keyOfWords(wordsOf(s));
 /** The key of a title without its leading section number. */
 export const bareKey = (s: string): string => outlineKey(s.replace(/^\s*(chapter\s+|section\s+|appendix\s+)?(\d+|[A-Z]|[IVXLC]+)(\.\d+)*\.?\s+/i, ''));
 
@@ -42,8 +44,7 @@ export function readOutline(doc: mupdf.Document): OutlineEntry[] {
     for (const it of list) {
       if (out.length >= MAX_ENTRIES) return;
       const words = wordsOf(it.title ?? '');
-      // outlineKey's form of the title, from its words
-      const key = words.replace(/ /g, '');
+      const key = keyOfWords(words);
       if (key && typeof it.page === 'number' && it.page >= 0) {
         out.push({ key, bare: bareKey(it.title ?? ''), level: Math.min(6, depth), page: it.page + 1, words, used: false });
       }
