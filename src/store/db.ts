@@ -157,7 +157,7 @@ export function socketOf(url: string): { url: string; path?: string } {
 
 function connect(given: string, schema: string | undefined, max: number): Sql {
   const { url, path: socket } = socketOf(given);
-  const params = new URL(url).searchParams;
+  const params = new URL(given).searchParams;
   return postgres(url, {
     max,
     // Every tagged-template statement is prepared once per connection and then only bound and

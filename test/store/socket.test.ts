@@ -1,6 +1,6 @@
 // DATABASE_URL may name the server's Unix socket directory as libpq does (`?host=/dir`): the
 // store then connects through the socket, and the parameter is not sent to the server as a
-// setting. The machine's PostgreSQL listens on both, so the test compares the two ways.
+// setting. The URL's TCP address answers nothing, so only the socket can make the connection.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
