@@ -12,8 +12,14 @@
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Count, Peek } from './types.js';
 import { sniff } from './image/format.js';
 
-/** The module that runs sharp, mupdf and tesseract, loaded on first use (a pool thread's). */
-const work = (): Promise<typeof import('./image/convert.js')> => import('./image/convert.js');
+let workModule: Promise<typeof import('./image/convert.js')> | undefined;
+
+/** The module that runs sharp, mupdf and tesseract, loaded on first use (a pool thread's) and
+ *  kept, as pdf.ts keeps its own: each import() would go through the module loader again. */
+function work(): Promise<typeof import('./image/convert.js')> {
+  workModule ??= import('./image/convert.js');
+  return workModule;
+}
 
 export const imageConverter: Converter = {
   kind: 'image',

@@ -14,8 +14,16 @@
 import { ApiError } from '../errors.js';
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Count, Peek } from './types.js';
 
-/** The module that runs mupdf, loaded on first use (a pool thread's, never the event loop's). */
-const work = (): Promise<typeof import('./pdf/convert.js')> => import('./pdf/convert.js');
+let workModule: Promise<typeof import('./pdf/convert.js')> | undefined;
+
+/** The module that runs mupdf, loaded on first use (a pool thread's, never the event loop's) and
+ *  kept: every import() goes through the module loader again, and under tsx through its resolve
+ *  hook on a thread of its own (a count and a conversion per document: about 1 ms of the pool
+ *  thread and 2 of the hook thread per document, measured at `standard`). */
+function work(): Promise<typeof import('./pdf/convert.js')> {
+  workModule ??= import('./pdf/convert.js');
+  return workModule;
+}
 
 export const pdfConverter: Converter = {
   kind: 'pdf',
