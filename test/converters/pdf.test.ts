@@ -215,3 +215,18 @@ t.test('accepts() looks for %PDF- in the first KiB only', async (t) => {
   t.notOk(pdfConverter.accepts(peek(Buffer.concat([Buffer.alloc(1100, 0x20), Buffer.from('%PDF-1.4')]))));
   t.notOk(pdfConverter.accepts(peek(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))));
 });
+
+t.test('unmapped glyphs of a math font do not make a page a scan; the same glyphs of another font do', async (t) => {
+  // TeX's CMEX10 (with and without a subset tag) against a font name that says nothing: the
+  // glyphs, their codes and the page are the same. Two words in five of the page are unmapped.
+  for (const [font, scanned] of [['CMEX10', false], ['VFUOPR+CMEX10', false], ['GlyphSet', true]] as const) {
+    const file = build.buildUnmappedGlyphsPdf(dir, font);
+    const out = await convertWith(pdfConverter, file, { quality: 'standard' });
+    t.match(out.markdown, 'Delimiters of the extension font', `${font}: the visible words are there`);
+    if (scanned) {
+      t.notMatch(out.markdown, build.UNMAPPED_INVISIBLE, `${font}: the page was OCR'd (its invisible words are gone)`);
+    } else {
+      t.match(out.markdown, build.UNMAPPED_INVISIBLE, `${font}: the page was read from its text layer`);
+    }
+  }
+});

@@ -42,8 +42,16 @@ function styleOfFont(font: mupdf.Font): number {
   if (font.isItalic() || /italic|oblique|slanted/i.test(name)) style |= ITALIC;
   if (font.isMono() || /courier|mono|nimbusmon|cmtt|consol|menlo|typewriter|code|fixed/i.test(name)) style |= MONO;
   if (/symbol|wingding|dingbat|webding/i.test(name)) style |= SYMBOL;
+  if (MATH_FONT.test(name)) style |= MATH;
   return style;
 }
+
+/** A glyph of a math font: only while a page is read (like SYMBOL). */
+const MATH = 16;
+/** TeX's math fonts (extension, symbols, math italic, the AMS and other symbol sets) and the
+ *  OpenType math fonts (Cambria Math, STIX Two Math, Latin Modern Math…), with or without a
+ *  subset tag. Many of their glyphs (big delimiters, radicals, arrows) have no Unicode mapping. */
+const MATH_FONT = /^(?:[A-Z]{6}\+)?(?:cmex|cmsy|cmbsy|cmmi|msam|msbm|lasy|wasy|stmary|esint|rsfs|eufm|eusm)|math/i;
 
 /** Bullet glyphs of the Symbol and Wingdings fonts as they arrive with no Unicode mapping
  *  (private use U+F0xx) or as U+FFFD. */
@@ -151,11 +159,14 @@ class PageReader implements StextVisitor {
     const x0 = Math.min(quad[0]!, quad[4]!) - this.bx0;
     const x1 = Math.max(quad[2]!, quad[6]!) - this.bx0;
     c = symbolText(c, style);
-    const ch: PChar = { c, x0, x1, base: baseline - this.by0, size, style: style & ~SYMBOL, link: -1 };
+    const ch: PChar = { c, x0, x1, base: baseline - this.by0, size, style: style & ~(SYMBOL | MATH), link: -1 };
     const lastInk = this.lastInk;
     if (isInk(c)) {
       this.inkChars++;
-      if (isBad(c)) this.badChars++;
+      // an unmapped glyph of a symbol or math font does not make the text layer garbage: OCR
+      // reads letters, not delimiters and radicals (a page of formulas or a font's glyph table
+      // came out of OCR as noise where the text layer had its words)
+      if (isBad(c) && (style & (SYMBOL | MATH)) === 0) this.badChars++;
       if (lastInk && x0 - lastInk.x1 > Math.max(size, 4) && !isMarkerText(this.cur)) this.push();
       // right-to-left text comes in logical order, right to left on the page: a character
       // well left of the one before it with no space between starts a new word (a number
