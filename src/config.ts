@@ -38,6 +38,8 @@ export interface Config {
   taskTimeoutS: number;
   /** Heap limit of each worker thread (WORKER_HEAP_MB, default 2048: pool.ts DEFAULT_HEAP_MB says why not less). */
   workerHeapMb: number;
+  /** Young generation of each worker thread (WORKER_YOUNG_MB, default 192: pool.ts DEFAULT_YOUNG_MB says why). */
+  workerYoungMb: number;
   /** Nice increment of the converter threads (WORKER_NICE, 0–19, default 10). */
   workerNice: number;
   /** On SIGTERM, how long running jobs may finish before they are handed back (SHUTDOWN_GRACE_S). */
@@ -88,6 +90,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mendIntervalS: positive(env, 'MEND_INTERVAL_S', 10),
     taskTimeoutS: int(env, 'TASK_TIMEOUT_S', 120),
     workerHeapMb: int(env, 'WORKER_HEAP_MB', 2048),
+    workerYoungMb: positive(env, 'WORKER_YOUNG_MB', 192),
     workerNice: atMost(19, 'WORKER_NICE', int(env, 'WORKER_NICE', 10)),
     shutdownGraceS: int(env, 'SHUTDOWN_GRACE_S', 25),
     webhookTimeScale: positive(env, 'WEBHOOK_TIME_SCALE', 1),

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiError } from '../../src/errors.js';
-import { DEFAULT_HEAP_MB, PoolExecutor, type PoolTask } from '../../src/pool/pool.js';
+import { DEFAULT_HEAP_MB, DEFAULT_YOUNG_MB, PoolExecutor, type PoolTask } from '../../src/pool/pool.js';
 import { WORKER_NICE_INCREMENT } from '../../src/pool/worker.js';
 import { loadConfig } from '../../src/config.js';
 
@@ -235,4 +235,22 @@ t.test('WORKER_NICE=0 keeps converter threads at the process priority; the setti
   const r = await flat.run(stub('nice'), live());
   const { thread, main } = JSON.parse(r.outputs[0]!.content) as { thread: number; main: number };
   t.equal(thread, main, `the thread runs at the main thread's nice (${main})`);
+});
+
+t.test('threads get a young generation of DEFAULT_YOUNG_MB by default, WORKER_YOUNG_MB sets another', async (t) => {
+  t.equal(loadConfig({}).workerYoungMb, DEFAULT_YOUNG_MB, 'WORKER_YOUNG_MB defaults to the pool\'s default');
+  t.equal(loadConfig({ WORKER_YOUNG_MB: '96' }).workerYoungMb, 96);
+  t.throws(() => loadConfig({ WORKER_YOUNG_MB: '0' }), /WORKER_YOUNG_MB must be a positive number/);
+  // V8's heap limit is the old generation's plus the young generation's: with the old
+  // generation fixed, the difference between two threads' limits is their young generations'
+  const limit = async (youngMb: number): Promise<number> => {
+    const p = new PoolExecutor(settings, { threads: 1, heapMb: 300, youngMb, allowTestModules: true });
+    try {
+      return (JSON.parse((await p.run(stub('heap'), live())).outputs[0]!.content) as { heapLimitMb: number }).heapLimitMb;
+    } finally {
+      await p.close();
+    }
+  };
+  const [big, small] = [await limit(DEFAULT_YOUNG_MB), await limit(48)];
+  t.ok(Math.abs(big - small - (DEFAULT_YOUNG_MB - 48)) <= 16, `limits ${big} and ${small} MB differ by the young generations' difference`);
 });
