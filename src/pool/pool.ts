@@ -60,9 +60,9 @@ export const DEFAULT_HEAP_MB = 2048;
  * that, and the old generation's concurrent marking and compaction (V8's helper threads, on the
  * cores the other conversions need) followed. At 192 MB, PDFs at `standard` through the API took
  * 111–117 ms of CPU per document in all threads and processes against 120–143 at the default
- * (four runs each, alternating; `npm run bench:cpu`), for 140 MB more
- * peak RSS with four documents in flight (740 against 603 MB); at 96 MB the gain was within noise
- * and at 256 MB no larger while the peak passed 930 MB.
+ * (four runs each, alternating; `npm run bench:cpu`), for 140 MB more peak RSS with four
+ * documents in flight (740 against 603 MB); at 96 MB the gain was within noise and at 256 MB no
+ * larger while the peak passed 930 MB.
  */
 export const DEFAULT_YOUNG_MB = 192;
 
