@@ -11,15 +11,10 @@
 // sharp cannot read BMP, so BMP is decoded by mupdf once its header has passed the same guard.
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Count, Peek } from './types.js';
 import { sniff } from './image/format.js';
+import { lazyModule } from './shared/lazy-module.js';
 
-let workModule: Promise<typeof import('./image/convert.js')> | undefined;
-
-/** The module that runs sharp, mupdf and tesseract, loaded on first use (a pool thread's) and
- *  kept, as pdf.ts keeps its own: each import() would go through the module loader again. */
-function work(): Promise<typeof import('./image/convert.js')> {
-  workModule ??= import('./image/convert.js');
-  return workModule;
-}
+/** The module that runs sharp, mupdf and tesseract (a pool thread's). */
+const work = lazyModule(() => import('./image/convert.js'));
 
 export const imageConverter: Converter = {
   kind: 'image',

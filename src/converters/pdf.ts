@@ -13,17 +13,10 @@
 // the document statistics come from a fixed-size sample of pages (stats.ts).
 import { ApiError } from '../errors.js';
 import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Count, Peek } from './types.js';
+import { lazyModule } from './shared/lazy-module.js';
 
-let workModule: Promise<typeof import('./pdf/convert.js')> | undefined;
-
-/** The module that runs mupdf, loaded on first use (a pool thread's, never the event loop's) and
- *  kept: every import() goes through the module loader again, and under tsx through its resolve
- *  hook on a thread of its own (a count and a conversion per document: about 1 ms of the pool
- *  thread and 2 of the hook thread per document, measured at `standard`). */
-function work(): Promise<typeof import('./pdf/convert.js')> {
-  workModule ??= import('./pdf/convert.js');
-  return workModule;
-}
+/** The module that runs mupdf (a pool thread's, never the event loop's). */
+const work = lazyModule(() => import('./pdf/convert.js'));
 
 export const pdfConverter: Converter = {
   kind: 'pdf',

@@ -25,6 +25,7 @@ import { acceptsOoxml, decodeXml, readRels, requireOfficeKind, type Rel } from '
 import { scanPart } from './office/xml-scan.js';
 import { writtenHtmlToMarkdown } from './shared/html-to-md.js';
 import { withZip, type ZipArchive } from './shared/zip-limits.js';
+import { lazyModule } from './shared/lazy-module.js';
 import type { Converter, Count } from './types.js';
 import { withLegacyFormats } from './legacy/index.js';
 
@@ -168,15 +169,8 @@ function fillPlaceholders(markdown: string, slots: Placeholders, charts: Map<num
   return out.join('\n');
 }
 
-let mammothModule: Promise<typeof import('./office/docx-mammoth.js')> | undefined;
-
-/** The mammoth step, loaded on first use: only where conversions run (a pool thread), never by
- *  the event loop. Kept: each import() of it would go through the module loader (and tsx's
- *  resolve hook, on its own thread) again. */
-function mammothStep(): Promise<typeof import('./office/docx-mammoth.js')> {
-  mammothModule ??= import('./office/docx-mammoth.js');
-  return mammothModule;
-}
+/** The mammoth step (a pool thread's, never the event loop's). */
+const mammothStep = lazyModule(() => import('./office/docx-mammoth.js'));
 
 const docxConverter: Converter = {
   kind: 'word',
