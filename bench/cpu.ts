@@ -1,45 +1,34 @@
 // Where the CPU goes per document through the API: `npm run bench:cpu [-- <quality> <seconds>
 // <env as JSON>]` starts docpipe (env added to the bench's, e.g. '{"WORKER_YOUNG_MB":"48"}'),
 // sends scenario B's PDFs (texlive manuals when installed, pdfkit reports otherwise) at four in
-// flight for one unmeasured pass, then for `seconds`, and prints the CPU time (user + system,
-// from /proc) each server thread, Postgres, Redis and this load generator spent per document
-// over the measured passes, with the total against the wall time of both cores. On 2 cores the
-// API path's cost is everything outside the two converter threads.
+// flight for one unmeasured pass, then for `seconds`, and prints the CPU time (schedstat) each
+// server thread, Postgres, Redis and this load generator spent per document over the measured
+// passes, with the total against the wall time of both cores. On 2 cores the API path's cost is
+// everything outside the two converter threads.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setUpBench } from './docpipe.js';
 import { generatedPdfs, texlivePdfs, TEXDOCS } from './corpus.js';
 import { apiThroughput } from './throughput.js';
+import { threadSched } from './proc.js';
 
-const TICK_MS = 10; // USER_HZ on Linux
-
-function cpuOf(statFile: string): { name: string; ms: number } | null {
-  try {
-    const s = readFileSync(statFile, 'utf8');
-    const name = s.slice(s.indexOf('(') + 1, s.lastIndexOf(')'));
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return { name, ms: (Number(f[11]) + Number(f[12])) * TICK_MS };
-  } catch {
-    return null; // the thread or process has ended
-  }
-}
-
-/** CPU time so far of each server thread (by thread id), Postgres and Redis (all their
+/** CPU time so far, in ms, of each server thread (by thread id), Postgres and Redis (all their
  *  processes), and this process (all its threads). */
 function snapshot(serverPid: number): Map<string, number> {
   const m = new Map<string, number>();
-  const add = (k: string, ms: number) => m.set(k, (m.get(k) ?? 0) + ms);
-  for (const tid of readdirSync(`/proc/${serverPid}/task`)) {
-    const x = cpuOf(`/proc/${serverPid}/task/${tid}/stat`);
-    if (x) add(tid === String(serverPid) ? 'server main thread' : `server thread ${tid}`, x.ms);
-  }
-  const self = cpuOf(`/proc/${process.pid}/stat`);
-  if (self) add('load generator (this process)', self.ms);
+  const add = (k: string, ns: number) => m.set(k, (m.get(k) ?? 0) + ns / 1e6);
+  for (const [tid, s] of threadSched(serverPid)) add(tid === String(serverPid) ? 'server main thread' : `server thread ${tid}`, s.cpu);
+  for (const s of threadSched('self').values()) add('load generator (this process)', s.cpu);
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    const x = cpuOf(`/proc/${pid}/stat`);
-    if (x?.name.startsWith('postgres')) add('postgres (all processes)', x.ms);
-    else if (x?.name.startsWith('redis')) add('redis', x.ms);
+    let name: string;
+    try {
+      name = readFileSync(`/proc/${pid}/comm`, 'utf8');
+    } catch {
+      continue; // ended meanwhile
+    }
+    const owner = name.startsWith('postgres') ? 'postgres (all processes)' : name.startsWith('redis') ? 'redis' : null;
+    if (owner) for (const s of threadSched(Number(pid)).values()) add(owner, s.cpu);
   }
   return m;
 }

@@ -9,13 +9,14 @@
 // threads of this process spent per document (V8's GC helper threads included) and the time
 // threads spent runnable but waiting for a CPU: a variant that does more work shows in the first,
 // one that loses the CPU to other processes in the second.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { InlineExecutor, type Executor, type ExecutorSettings } from '../src/jobs/executor.js';
 import { PoolExecutor } from '../src/pool/pool.js';
 import { WORKER_NICE_INCREMENT } from '../src/pool/worker.js';
 import { scanImages, wordFiles, type CorpusFile } from './corpus.js';
+import { threadSched, type Sched } from './proc.js';
 
 /** The documents of each kind (as the bench scenarios make them) and a check of one result. */
 const KINDS = {
@@ -52,17 +53,12 @@ function parseArgs(argv: string[]): Args {
 }
 
 /** CPU time and run-queue wait of every thread of this process, nanoseconds (schedstat). */
-function schedTotals(): { cpu: number; wait: number } {
+function schedTotals(): Sched {
   let cpu = 0;
   let wait = 0;
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const [run, queued] = readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
-      cpu += run!;
-      wait += queued!;
-    } catch {
-      // the thread ended between the listing and the read
-    }
+  for (const s of threadSched('self').values()) {
+    cpu += s.cpu;
+    wait += s.wait;
   }
   return { cpu, wait };
 }
