@@ -5,7 +5,7 @@
 // Contract: call `destroy()` on the model when the page is done (it may hold mupdf Images).
 import * as mupdf from '../shared/mupdf.js';
 import { type Bbox, type StextVisitor, walkStext } from './stext.js';
-import { type Box, BOLD, isInk, ITALIC, MONO, type PChar, type Frag, isMarkerText, SYMBOL } from './model.js';
+import { type Box, BOLD, isInk, ITALIC, MONO, type PChar, type Frag, isMarkerText, MATH, SYMBOL } from './model.js';
 
 export interface ImageBox extends Box { image: mupdf.Image | null }
 export interface VecBox extends Box { stroked: boolean; rect: boolean }
@@ -35,6 +35,11 @@ export interface ExtractOptions {
   links?: boolean;
 }
 
+/** TeX's math fonts (extension, symbols, math italic, the AMS and other symbol sets) and the
+ *  OpenType math fonts (Cambria Math, STIX Two Math, Latin Modern Math…), with or without a
+ *  subset tag. Many of their glyphs (big delimiters, radicals, arrows) have no Unicode mapping. */
+const MATH_FONT = /^(?:[A-Z]{6}\+)?(?:cmex|cmsy|cmbsy|cmmi|msam|msbm|lasy|wasy|stmary|esint|rsfs|eufm|eusm)|math/i;
+
 function styleOfFont(font: mupdf.Font): number {
   const name = font.getName();
   let style = 0;
@@ -45,13 +50,6 @@ function styleOfFont(font: mupdf.Font): number {
   if (MATH_FONT.test(name)) style |= MATH;
   return style;
 }
-
-/** A glyph of a math font: only while a page is read (like SYMBOL). */
-const MATH = 16;
-/** TeX's math fonts (extension, symbols, math italic, the AMS and other symbol sets) and the
- *  OpenType math fonts (Cambria Math, STIX Two Math, Latin Modern Math…), with or without a
- *  subset tag. Many of their glyphs (big delimiters, radicals, arrows) have no Unicode mapping. */
-const MATH_FONT = /^(?:[A-Z]{6}\+)?(?:cmex|cmsy|cmbsy|cmmi|msam|msbm|lasy|wasy|stmary|esint|rsfs|eufm|eusm)|math/i;
 
 /** Bullet glyphs of the Symbol and Wingdings fonts as they arrive with no Unicode mapping
  *  (private use U+F0xx) or as U+FFFD. */

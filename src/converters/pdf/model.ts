@@ -9,6 +9,8 @@ export const ITALIC = 2;
 export const MONO = 4;
 /** A glyph of a symbol font (Symbol, Wingdings): only while a page is read. */
 export const SYMBOL = 8;
+/** A glyph of a math font (TeX's cmex, cmsy…, OpenType math fonts): only while a page is read. */
+export const MATH = 16;
 
 export interface PChar {
   c: string;
