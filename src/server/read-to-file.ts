@@ -1,7 +1,9 @@
 // Streams a raw request body (an upload part) into one file, hashing MD5 on the way. Never holds
 // the body: when the file's write buffer is full the socket is paused until the disk drains.
 // The file is removed on any failure and, through onCleanup, when the request ends — a
-// caller keeps it by renaming it first.
+// caller keeps it by renaming it first. Or, given an offset, the body is written into an existing
+// file shared with other writers (an upload's parts in their places), never truncated nor removed, and a failure is reported only once the file is closed, so the caller
+// can hand the region to another writer as soon as it hears of it.
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
@@ -22,9 +24,10 @@ const WRITE_BUFFER = 4 * 1024 * 1024;
 /**
  * Reads the body of `ctx` into `target`, refusing it past `limit` bytes with `tooLarge()` (also
  * up front, from Content-Length). Storage errors become 503 (storageError: service_unavailable
- * when the disk is full).
+ * when the disk is full). With `at`, the body goes to `target` from byte `at.offset` on.
  */
-export function readToFile(ctx: Ctx, target: string, limit: number, tooLarge: () => ApiError): Promise<WrittenFile> {
+export function readToFile(ctx: Ctx, target: string, limit: number, tooLarge: () => ApiError,
+  at?: { offset: number }): Promise<WrittenFile> {
   const body = ctx.body;
   if (!body) return Promise.reject(new ApiError('invalid_request', `${ctx.method} requests carry no body.`));
   const declared = Number(ctx.headers['content-length'] ?? 'NaN');
@@ -32,7 +35,9 @@ export function readToFile(ctx: Ctx, target: string, limit: number, tooLarge: ()
   mkdirSync(path.dirname(target), { recursive: true });
 
   return new Promise((resolve, reject) => {
-    const out = createWriteStream(target, { highWaterMark: WRITE_BUFFER });
+    const out = at
+      ? createWriteStream(target, { flags: 'r+', start: at.offset, highWaterMark: WRITE_BUFFER })
+      : createWriteStream(target, { highWaterMark: WRITE_BUFFER });
     const hash = createHash('md5');
     let total = 0;
     let settled = false;
@@ -41,11 +46,17 @@ export function readToFile(ctx: Ctx, target: string, limit: number, tooLarge: ()
     const fail = (err: unknown): void => {
       if (settled) return;
       settled = true;
+      if (at) {
+        if (out.closed) reject(err);
+        else out.once('close', () => reject(err));
+        out.destroy();
+        return;
+      }
       out.destroy();
       rm(target, { force: true }).catch(() => {});
       reject(err);
     };
-    onCleanup(ctx, () => rm(target, { force: true }));
+    if (!at) onCleanup(ctx, () => rm(target, { force: true }));
     onCleanup(ctx, () => fail(new ApiError('invalid_request', 'The client went away.')));
     out.on('error', (e) => fail(storageError(e, 'writing the part')));
     out.on('drain', () => {

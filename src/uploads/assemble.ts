@@ -23,26 +23,38 @@ export function multipartEtag(partEtags: string[]): string {
   return `"${h.digest('hex')}-${partEtags.length}"`;
 }
 
+/** A whole file, or `bytes` of it from `offset` on. */
+export interface Source {
+  path: string;
+  offset?: number;
+  bytes?: number;
+}
+
 /**
- * Writes the files at `parts` one after another into `target` and returns its size. One
- * COPY_CHUNK buffer is reused throughout. On any error the partial target is removed and the
- * error is rethrown.
+ * Writes the `parts` one after another into `target` and returns its size. One COPY_CHUNK
+ * buffer is reused throughout. On any error the partial target is removed and the error is
+ * rethrown; a region that ends early is an error.
  */
-export async function concatFiles(parts: string[], target: string): Promise<number> {
+export async function concatFiles(parts: Source[], target: string): Promise<number> {
   mkdirSync(path.dirname(target), { recursive: true });
   const out = await open(target, 'w');
   const buf = Buffer.allocUnsafe(COPY_CHUNK);
   let size = 0;
   try {
     for (const p of parts) {
-      const input = await open(p, 'r');
+      const input = await open(p.path, 'r');
       try {
-        for (;;) {
-          const { bytesRead } = await input.read(buf, 0, COPY_CHUNK, null);
+        let at = p.offset ?? 0;
+        let left = p.bytes ?? Infinity;
+        while (left > 0) {
+          const { bytesRead } = await input.read(buf, 0, Math.min(COPY_CHUNK, left), at);
           if (bytesRead === 0) break;
           for (let off = 0; off < bytesRead;) off += (await out.write(buf, off, bytesRead - off)).bytesWritten;
           size += bytesRead;
+          at += bytesRead;
+          left -= bytesRead;
         }
+        if (left !== Infinity && left > 0) throw new Error(`${p.path} ends ${left} bytes before its region does`);
       } finally {
         await input.close();
       }

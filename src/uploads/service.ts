@@ -1,11 +1,20 @@
 // Chunked uploads (DESIGN.md §6): create, receive parts, complete, show. Disk layout under the
-// blob store: parts at `<account>/<upl>.parts/<number>.<token>` (a re-sent part is a new file,
-// swapped in by its row), the assembled file at `<account>/<upl>.<token>`.
+// blob store, in `<account>/<upl>.parts/`:
+// - `data`: the upload's bytes in their places. A part sent with the size its number has in the
+//   upload's layout (part n at byte (n − 1) × part_size, part_size bytes, the last one the rest)
+//   is written there, by the one request that claimed its slot (`slots/<n>`, created exclusively:
+//   no other request or process writes that region). Its row names `data` as its blob.
+// - `<number>.<token>`: any other part (another size, no Content-Length, or a re-send of a
+//   slot already claimed), a file of its own swapped in by its row.
+// Completing an upload whose named parts are all in their places takes `data` as it is (a hard
+// link, no copy); otherwise the parts are copied one after another into a new file. The
+// assembled file is `<account>/<upl>.<token>`.
 //
 // Size rules at completion: the named parts must all have arrived with the given etags (else
 // 409 upload_not_completed); their total larger than the declared `bytes` or than the plan's
 // per-file size is 413 upload_too_large, smaller is 409 upload_not_completed.
-import { rename, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { link, mkdir, open, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ApiError, isDependencyDown, storageError } from '../errors.js';
@@ -15,9 +24,9 @@ import { newId } from '../store/ids.js';
 import type { Principal } from '../store/accounts.js';
 import {
   insertUpload, getUpload, listParts, wasExpired, recordPart, claimForCompletion, releaseClaim, markCompleted,
-  uploadJson, type UploadJson, type UploadRow,
+  uploadJson, type PartRow, type UploadJson, type UploadRow,
 } from './store.js';
-import { bareEtag, concatFiles, multipartEtag, quoteEtag } from './assemble.js';
+import { bareEtag, concatFiles, multipartEtag, quoteEtag, type Source } from './assemble.js';
 
 const MiB = 1024 * 1024;
 export const DEFAULT_PART_SIZE = 64 * MiB;
@@ -83,32 +92,74 @@ export class UploadService {
     return path.join(this.blobs.tmpDir, `part_${randomBytes(12).toString('hex')}`);
   }
 
-  /** Keeps a received part (staged, recorded, placed) and swaps it in for any earlier copy. */
-  async recordPart(p: Principal, u: UploadRow, number: number, file: { path: string; bytes: number; md5: string }) {
-    const blob = `${u.account_id}/${u.id}.parts/${number}.${randomBytes(6).toString('hex')}`;
-    // Waits in pending/ until its row is committed (see store/blobs.ts).
-    let staged: Pending;
+  /**
+   * The place of part `number` in the upload's `data` file, claimed for this request, when a
+   * body of `declared` bytes fits it exactly and no request claimed it before; else undefined
+   * (the part goes to a file of its own). The caller releases the claim when the body could not
+   * be written or recorded, so that a re-send may have the place.
+   */
+  async claimSlot(u: UploadRow, number: number, declared: number): Promise<Slot | undefined> {
+    const bytes = slotBytes(u, number);
+    if (bytes === undefined || declared !== bytes) return undefined;
+    const dir = this.blobs.pathOf(partsDir(u));
+    const claim = path.join(dir, 'slots', String(number));
+    const data = path.join(dir, 'data');
     try {
-      staged = await this.blobs.stage(file.path, blob);
+      await mkdir(path.dirname(claim), { recursive: true });
+      await (await open(claim, 'wx')).close();
     } catch (err) {
-      throw storageError(err, `keeping part ${number}`);
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
+      throw storageError(err, `claiming the place of part ${number}`);
+    }
+    try {
+      await (await open(data, constants.O_WRONLY | constants.O_CREAT)).close(); // never truncated
+    } catch (err) {
+      await rm(claim, { force: true }).catch(() => {});
+      throw storageError(err, `opening the upload's file for part ${number}`);
+    }
+    return {
+      path: data, offset: (number - 1) * u.part_size, bytes,
+      release: () => rm(claim, { force: true }).catch(() => {}),
+    };
+  }
+
+  /**
+   * Keeps a received part (staged, recorded, placed) and swaps it in for any earlier copy; a part
+   * written in its slot needs only its row.
+   */
+  async recordPart(p: Principal, u: UploadRow, number: number, file: { path: string; bytes: number; md5: string }, slot?: Slot) {
+    const inPlace = slot !== undefined;
+    const blob = inPlace ? dataBlob(u) : `${partsDir(u)}/${number}.${randomBytes(6).toString('hex')}`;
+    // Waits in pending/ until its row is committed (see store/blobs.ts).
+    let staged: Pending | undefined;
+    if (!inPlace) {
+      try {
+        staged = await this.blobs.stage(file.path, blob);
+      } catch (err) {
+        throw storageError(err, `keeping part ${number}`);
+      }
     }
     const etag = quoteEtag(file.md5);
     const outcome = await recordPart(this.sql, p.accountId, u.id, { number, etag, bytes: file.bytes, blob })
       .catch(async (err) => {
-        // A lost connection may have lost only the commit's answer: the pending sweep decides.
-        if (!isDependencyDown(err)) await this.blobs.discard([staged]);
+        // A lost connection may have lost only the commit's answer: the pending sweep decides,
+        // and the slot stays claimed (its row may exist).
+        if (!isDependencyDown(err)) {
+          if (staged) await this.blobs.discard([staged]);
+          await slot?.release();
+        }
         throw err;
       });
-    if (outcome.ok) await this.blobs.place([staged]);
+    if (outcome.ok && staged) await this.blobs.place([staged]);
     if (!outcome.ok) {
-      await this.blobs.discard([staged]);
+      if (staged) await this.blobs.discard([staged]);
+      await slot?.release();
       if (outcome.why === 'gone') {
         throw (await wasExpired(this.sql, p.accountId, u.id)) ? expired(u.id) : new ApiError('not_found', `No upload ${u.id}.`);
       }
       if (outcome.why === 'expired') throw expired(u.id);
       refuseIfNotPending(u.id, outcome.status!);
-    } else if (outcome.replaced) {
+    } else if (outcome.replaced && outcome.replaced !== dataBlob(u)) {
       await this.blobs.remove([outcome.replaced]);
     }
     return { number, etag, bytes: file.bytes };
@@ -130,7 +181,9 @@ export class UploadService {
       assembled = path.join(this.blobs.tmpDir, `asm_${randomBytes(12).toString('hex')}`);
       let size: number;
       try {
-        size = await concatFiles(parts.map((x) => this.blobs.pathOf(x.blob)), assembled);
+        size = allInPlace(u, parts)
+          ? await linkData(this.blobs.pathOf(dataBlob(u)), assembled)
+          : await concatFiles(parts.map((x) => this.sourceOf(u, x)), assembled);
       } catch (err) {
         throw storageError(err, 'assembling the upload');
       }
@@ -146,7 +199,7 @@ export class UploadService {
       if (!done) throw new ApiError('upload_not_completed', `Upload ${id} was taken over by another request; GET it to see its state.`);
       await this.blobs.place([kept]);
       kept = undefined;
-      await rm(this.blobs.pathOf(`${u.account_id}/${u.id}.parts`), { recursive: true, force: true }).catch(() => {});
+      await rm(this.blobs.pathOf(partsDir(u)), { recursive: true, force: true }).catch(() => {});
       return uploadJson(done, parts);
     } catch (err) {
       if (assembled) await rm(assembled, { force: true });
@@ -154,6 +207,12 @@ export class UploadService {
       await releaseClaim(this.sql, u.id).catch(() => {});
       throw err;
     }
+  }
+
+  /** Where a recorded part's bytes are: its own file, or its region of `data`. */
+  private sourceOf(u: UploadRow, part: PartRow): Source {
+    if (part.blob !== dataBlob(u)) return { path: this.blobs.pathOf(part.blob) };
+    return { path: this.blobs.pathOf(part.blob), offset: (part.number - 1) * u.part_size, bytes: part.bytes };
   }
 
   /** The named parts, in order, as received; or the 409 / 413 the list deserves. */
@@ -177,6 +236,40 @@ export class UploadService {
     }
     return parts;
   }
+}
+
+/** A part's claimed region of the upload's `data` file. */
+export interface Slot {
+  path: string;
+  offset: number;
+  bytes: number;
+  release(): Promise<void>;
+}
+
+function partsDir(u: UploadRow): string {
+  return `${u.account_id}/${u.id}.parts`;
+}
+
+function dataBlob(u: UploadRow): string {
+  return `${partsDir(u)}/data`;
+}
+
+/** The size part `number` has in the upload's layout, or undefined past its last part. */
+export function slotBytes(u: { bytes: number; part_size: number; part_count: number }, number: number): number | undefined {
+  if (number < 1 || number > u.part_count) return undefined;
+  return number < u.part_count ? u.part_size : u.bytes - (u.part_count - 1) * u.part_size;
+}
+
+/** True when the named parts are every part of the layout, each written in its slot. */
+function allInPlace(u: UploadRow, parts: PartRow[]): boolean {
+  return parts.length === u.part_count
+    && parts.every((x, i) => x.number === i + 1 && x.blob === dataBlob(u) && x.bytes === slotBytes(u, x.number));
+}
+
+/** A second name for the `data` file (no copy), checked to hold the whole upload; its size. */
+async function linkData(data: string, target: string): Promise<number> {
+  await link(data, target);
+  return (await stat(target)).size;
 }
 
 function expired(id: string): ApiError {

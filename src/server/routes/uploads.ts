@@ -84,10 +84,22 @@ export function registerUploads(router: Router, deps: Deps): UploadService {
     const number = partNumber(ctx.params.number);
     // Refuse before reading: a client should not send 64 MiB to learn the upload is gone.
     const u = await uploads.beforePart(p, ctx.params.id!);
-    const file = await readToFile(ctx, uploads.partTempPath(), u.part_size, () => new ApiError(
-      'upload_too_large', `A part may be at most the upload's part_size, ${u.part_size} bytes.`));
-    if (file.bytes === 0) throw bad('A part must have at least one byte.');
-    sendJson(ctx, 200, await uploads.recordPart(p, u, number, file));
+    const tooLarge = () => new ApiError('upload_too_large', `A part may be at most the upload's part_size, ${u.part_size} bytes.`);
+    // A part of the size its number has in the layout goes straight to its place in the file.
+    const slot = await uploads.claimSlot(u, number, Number(ctx.headers['content-length'] ?? 'NaN'));
+    if (!slot) {
+      const file = await readToFile(ctx, uploads.partTempPath(), u.part_size, tooLarge);
+      if (file.bytes === 0) throw bad('A part must have at least one byte.');
+      sendJson(ctx, 200, await uploads.recordPart(p, u, number, file));
+      return;
+    }
+    const file = await readToFile(ctx, slot.path, slot.bytes, tooLarge, { offset: slot.offset })
+      .catch(async (err: unknown) => { await slot.release(); throw err; });
+    if (file.bytes !== slot.bytes) {
+      await slot.release();
+      throw bad(`The body had ${file.bytes} bytes, not the ${slot.bytes} its Content-Length said.`);
+    }
+    sendJson(ctx, 200, await uploads.recordPart(p, u, number, file, slot));
   });
 
   router.add('POST', '/v1/uploads/:id/complete', async (ctx) => {
