@@ -2,8 +2,9 @@
 // blob store, in `<account>/<upl>.parts/`:
 // - `data`: the upload's bytes in their places. A part sent with the size its number has in the
 //   upload's layout (part n at byte (n − 1) × part_size, part_size bytes, the last one the rest)
-//   is written there, by the one request that claimed its slot (`slots/<n>`, created exclusively:
-//   no other request or process writes that region). Its row names `data` as its blob.
+//   is written there, by the one request that claimed its slot (an upload_slots row: no other
+//   request or process writes that region). Its row names `data` as its blob. The file goes
+//   when its last claim is given back (a part that failed first leaves nothing behind).
 // - `<number>.<token>`: any other part (another size, no Content-Length, or a re-send of a
 //   slot already claimed), a file of its own swapped in by its row.
 // Completing an upload whose named parts are all in their places takes `data` as it is (a hard
@@ -23,7 +24,7 @@ import type { Blobs, Pending } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
 import type { Principal } from '../store/accounts.js';
 import {
-  insertUpload, getUpload, listParts, wasExpired, recordPart, claimForCompletion, releaseClaim, markCompleted,
+  insertUpload, getUpload, listParts, wasExpired, recordPart, claimForCompletion, releaseClaim, markCompleted, claimPartSlot, releasePartSlot,
   uploadJson, type PartRow, type UploadJson, type UploadRow,
 } from './store.js';
 import { bareEtag, concatFiles, multipartEtag, quoteEtag, type Source } from './assemble.js';
@@ -101,26 +102,19 @@ export class UploadService {
   async claimSlot(u: UploadRow, number: number, declared: number): Promise<Slot | undefined> {
     const bytes = slotBytes(u, number);
     if (bytes === undefined || declared !== bytes) return undefined;
-    const dir = this.blobs.pathOf(partsDir(u));
-    const claim = path.join(dir, 'slots', String(number));
-    const data = path.join(dir, 'data');
+    if (!await claimPartSlot(this.sql, u.id, number)) return undefined;
+    const data = this.blobs.pathOf(dataBlob(u));
+    // The upload's file goes with its last claim: a part that failed first (a full disk, a client
+    // gone) leaves nothing of the upload on disk.
+    const release = () => releasePartSlot(this.sql, u.id, number, () => rm(data, { force: true })).catch(() => {});
     try {
-      await mkdir(path.dirname(claim), { recursive: true });
-      await (await open(claim, 'wx')).close();
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return undefined;
-      throw storageError(err, `claiming the place of part ${number}`);
-    }
-    try {
+      await mkdir(path.dirname(data), { recursive: true });
       await (await open(data, constants.O_WRONLY | constants.O_CREAT)).close(); // never truncated
     } catch (err) {
-      await rm(claim, { force: true }).catch(() => {});
+      await release();
       throw storageError(err, `opening the upload's file for part ${number}`);
     }
-    return {
-      path: data, offset: (number - 1) * u.part_size, bytes,
-      release: () => rm(claim, { force: true }).catch(() => {}),
-    };
+    return { path: data, offset: (number - 1) * u.part_size, bytes, release };
   }
 
   /**

@@ -125,6 +125,28 @@ export async function recordPart(sql: Sql, accountId: string, uploadId: string, 
   });
 }
 
+/** Claims the region of part `number` in the upload's file (migration 0010); false when taken. */
+export async function claimPartSlot(sql: Sql, uploadId: string, number: number): Promise<boolean> {
+  const rows = await sql`insert into upload_slots (upload_id, number) values (${uploadId}, ${number})
+                         on conflict do nothing returning number`;
+  return rows.length === 1;
+}
+
+/**
+ * Gives the region of part `number` back. When no claim is left on the upload (no part recorded
+ * in its place, no other request writing one), `unclaimed` runs before the commit, under the
+ * upload row's lock: no request can claim a region meanwhile.
+ */
+export async function releasePartSlot(sql: Sql, uploadId: string, number: number, unclaimed: () => Promise<void>): Promise<void> {
+  await sql.begin(async (tx) => {
+    const t = tx as unknown as Sql;
+    await t`select 1 from uploads where id = ${uploadId} for update`;
+    await t`delete from upload_slots where upload_id = ${uploadId} and number = ${number}`;
+    const [left] = await t`select 1 from upload_slots where upload_id = ${uploadId} limit 1`;
+    if (!left) await unclaimed();
+  });
+}
+
 /** How long an assembling request holds its claim before another may take the upload over. */
 export const CLAIM_MS = 10 * 60 * 1000;
 

@@ -79,7 +79,7 @@ for (const mode of storeModes()) {
         t.equal(r.etag, `"${md5(partOf(n))}"`, `part ${n}: its MD5`);
         etags.set(n, r.etag);
       }
-      t.same(readdirSync(partsDir(u)).sort(), ['data', 'slots'], 'one data file, no file per part');
+      t.same(readdirSync(partsDir(u)), ['data'], 'one data file, no file per part');
       const rows = await w.db.sql`select number, blob from upload_parts where upload_id = ${u.id} order by number`;
       t.same(rows.map((r) => r.blob), [1, 2, 3].map(() => `${w.accountId}/${u.id}.parts/data`), 'every row names the data file');
       const data = statSync(path.join(partsDir(u), 'data'));
@@ -127,18 +127,26 @@ for (const mode of storeModes()) {
       const u = await create();
       await dropMidPart(w, u.id, 2, 5 * MiB, 2 * MiB);
       let shown: UploadJ | undefined;
-      let claims: string[] = [];
+      let claims = -1;
       for (let i = 0; i < 40; i++) {
         shown = await (await w.req('GET', `/v1/uploads/${u.id}`)).json() as UploadJ;
-        claims = readdirSync(path.join(partsDir(u), 'slots'));
-        if (claims.length === 0) break;
+        claims = (await w.db.sql`select count(*)::int as n from upload_slots where upload_id = ${u.id}`)[0]!.n as number;
+        if (claims === 0) break;
         await new Promise((r) => setTimeout(r, 25));
       }
       t.same(shown!.parts, [], 'no part recorded');
-      t.same(claims, [], 'the place of part 2 is free again');
+      t.equal(claims, 0, 'the place of part 2 is free again');
+      t.notOk(existsSync(path.join(partsDir(u), 'data')), 'and the file it began is gone: no claim was left on it');
       const etags = new Map<number, string>();
-      for (const n of [1, 2, 3]) etags.set(n, (await put(w, u.id, n, partOf(n))).etag);
-      t.same(readdirSync(partsDir(u)).sort(), ['data', 'slots'], 'all three in place');
+      etags.set(1, (await put(w, u.id, 1, partOf(1))).etag);
+      await dropMidPart(w, u.id, 2, 5 * MiB, 2 * MiB);
+      for (let i = 0; i < 40; i++) {
+        if ((await w.db.sql`select count(*)::int as n from upload_slots where upload_id = ${u.id}`)[0]!.n === 1) break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      t.ok(existsSync(path.join(partsDir(u), 'data')), 'a drop beside a part in place leaves the file to that part');
+      for (const n of [2, 3]) etags.set(n, (await put(w, u.id, n, partOf(n))).etag);
+      t.same(readdirSync(partsDir(u)), ['data'], 'all three in place');
       const data = statSync(path.join(partsDir(u), 'data'));
       const stored = await complete(u, etags);
       t.ok(readFileSync(stored).equals(content), 'the re-sent part overwrote what the dropped one left');
