@@ -71,6 +71,13 @@ export const SYNC_MAX_SOURCES = 10;
 export const SYNC_MAX_PDF_PAGES = 50;
 /** Output contents up to this size are returned inline; all are downloadable. */
 export const INLINE_CONTENT_BYTES = 1024 * 1024;
+/**
+ * Output contents up to this size are kept in their row; larger ones in a blob, read back for
+ * the inline `content` of a GET. A PDF's Markdown (tens of KB) sent to Postgres as a row value
+ * cost the event loop its socket writes and Postgres its compression and WAL, about 5 % of a
+ * document's wall time through the API (B at `fast`); a blob is one file written off the loop.
+ */
+export const ROW_CONTENT_BYTES = 4 * 1024;
 export const RETENTION_MS = 24 * 60 * 60 * 1000;
 
 export interface Accepted {

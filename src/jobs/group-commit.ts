@@ -386,7 +386,7 @@ export function fileRowsOf(row: ConversionRow, files: NewFile[]): FileRow[] {
   return files.map((f) => ({
     id: f.id, conversion_id: row.id, position: f.position, role: f.role, source_id: f.sourceId ?? null,
     name: f.name, mime: f.mime, status: f.status ?? null, format: f.format ?? null, variant: f.variant ?? null,
-    bytes: f.bytes, pages: f.pages ?? null, credits: f.credits ?? null, content: f.content ?? null,
+    bytes: f.bytes, pages: f.pages ?? null, credits: f.credits ?? null, content: f.content ?? f.shown ?? null,
     blob: f.blob ?? null, error: f.error ?? null,
   })).sort((a, b) => a.position - b.position);
 }

@@ -44,6 +44,9 @@ export interface NewFile {
   credits?: number | null;
   content?: string | null;
   blob?: string | null;
+  /** An output kept in `blob` but small enough to be shown inline: its content, for an answer
+   *  built from the rows as written (never written to the row itself). */
+  shown?: string | null;
   error?: Problem | null;
   /** A URL source fetched at admission: the final address and the kind it converts as. */
   fetched?: { url: string; kind: string } | null;

@@ -53,11 +53,13 @@ for (const mode of storeModes()) {
     const text = `# Title\n\n${'x'.repeat(9000)}\u0000tail\n`;
     const res = await w.req('POST', PATH, { json: { markdown: text } });
     t.equal(res.status, 200);
-    const conv = await res.json() as { files: Array<{ role: string; links: { content: string } }> };
+    const conv = await res.json() as { files: Array<{ id: string; role: string; content: string | null; links: { content: string } }> };
     const source = conv.files.find((f) => f.role === 'source')!;
     const download = await w.req('GET', source.links.content);
     t.equal(Buffer.from(await download.arrayBuffer()).toString('utf8'), text, 'the NUL is kept');
-    t.equal(blobsOf(w.dataDir, w.accountId).length, 1);
+    // The source's blob, and its HTML's (over 4 KiB: kept in a blob, shown inline all the same).
+    t.same(blobsOf(w.dataDir, w.accountId).sort(), [source.id, `${source.id}.out0`]);
+    t.match(conv.files.find((f) => f.role === 'output')!.content, /^<h1>Title<\/h1>/);
   });
 
   t.test(`${mode}: a burst shares transactions and the monthly allowance holds exactly`, async (t) => {

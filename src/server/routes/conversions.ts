@@ -8,9 +8,7 @@ import type { Router } from '../router.js';
 import { conversionJson, conversionsJson } from '../../store/conversion-json.js';
 import { decodeCursor, encodeCursor } from '../../store/cursor.js';
 import { getFileRow, readConversion, readConversions } from '../../store/conversions.js';
-
-/** How long a download waits for a committed file's blob to reach its place (see Blobs.whenPlaced). */
-const PLACING_WAIT_MS = 2_000;
+import { PLACING_WAIT_MS, withShownContents } from '../../jobs/outputs.js';
 
 export const LIST_DEFAULT = 20;
 export const LIST_MAX = 100;
@@ -66,6 +64,7 @@ export function registerConversions(router: Router, deps: Deps): void {
     }
     const snap = await readConversion(sql, p.accountId, ctx.params.id!, { after: filesAfter, withContent: true });
     if (!snap) throw new ApiError('not_found', `No conversion ${ctx.params.id}.`);
+    snap.files = await withShownContents(deps.blobs, snap.files);
     sendJson(ctx, 200, conversionJson(snap, await deps.ledger.balance(p.accountId)));
   });
 

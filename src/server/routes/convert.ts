@@ -16,6 +16,7 @@ import type { ConvertRequest } from '../../types.js';
 import { conversionJson, snapshotJson } from '../../store/conversion-json.js';
 import { readConversion, type ConversionStatus } from '../../store/conversions.js';
 import type { AsyncReason, Track } from '../../jobs/service.js';
+import { withShownContents } from '../../jobs/outputs.js';
 import { idempotencyKeyOf } from '../../billing/admission.js';
 
 const TERMINAL: ReadonlySet<ConversionStatus> = new Set(['completed', 'completed_with_errors', 'failed']);
@@ -106,6 +107,7 @@ export function registerConvert(router: Router, deps: Deps): void {
       }
       const snap = await readConversion(deps.db.sql, p.accountId, id, { after: -1, withContent: true });
       if (!snap) throw deleted(id, replayed);
+      snap.files = await withShownContents(deps.blobs, snap.files);
       const status = replayed ? (TERMINAL.has(snap.row.status) ? 200 : 202) : (reason ? 202 : 200);
       const balance = await deps.ledger.balance(p.accountId);
       sendJson(ctx, status, conversionJson(snap, balance),
