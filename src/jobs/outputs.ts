@@ -12,8 +12,19 @@ import { INLINE_CONTENT_BYTES, ROW_CONTENT_BYTES, type ConversionContext, type P
 
 const EXT: Record<string, string> = { markdown: '.md', text: '.txt', html: '.html', pages: '.pages.json' };
 
-/** How long a read waits for a committed output's blob to reach its place (see Blobs.whenPlaced). */
-export const PLACING_WAIT_MS = 2000;
+/** How long a read waits for a committed file's blob to reach its place (see Blobs.whenPlaced). */
+const PLACING_WAIT_MS = 2000;
+
+/**
+ * Where the blob of a committed file is for a reader (a download, an inline content): in its
+ * place, or gone (deleted meanwhile). One still in pending/ after a moment's wait is a 503 to
+ * retry: its row committed, the blob is placed right after (or by the pending sweep).
+ */
+export async function placedForReading(blobs: Blobs, blob: string, fileId: string): Promise<'placed' | 'missing'> {
+  const where = await blobs.whenPlaced(blob, PLACING_WAIT_MS);
+  if (where === 'pending') throw new ApiError('service_unavailable', `File ${fileId} is still being stored; retry shortly.`, { 'retry-after': '1' });
+  return where;
+}
 
 /** The output rows of a source; outputs too large to keep in their row are staged in pending/. */
 export async function outputFiles(ctx: Pick<ConversionContext, 'blobs'>, accountId: string, s: PlannedSource, index: number,
@@ -48,9 +59,9 @@ export async function outputFiles(ctx: Pick<ConversionContext, 'blobs'>, account
 
 /**
  * Fills in the inline `content` of the completed outputs among `files` that are kept in a blob
- * and small enough to be shown (up to INLINE_CONTENT_BYTES). A blob still waiting to be placed
- * after its commit is waited for a moment, then answered 503 (retry); one that is gone (its
- * conversion deleted meanwhile) is shown without content, as a list shows it.
+ * and small enough to be shown (up to INLINE_CONTENT_BYTES); a blob still pending is a 503
+ * (placedForReading), one that is gone (its conversion deleted meanwhile) is shown without
+ * content, as a list shows it.
  */
 export async function withShownContents(blobs: Blobs, files: FileRow[]): Promise<FileRow[]> {
   return Promise.all(files.map(async (f) => {
@@ -61,13 +72,7 @@ export async function withShownContents(blobs: Blobs, files: FileRow[]): Promise
       throw storageError(err, `reading file ${f.id}`);
     });
     let content = await read();
-    if (content === null) {
-      const where = await blobs.whenPlaced(f.blob, PLACING_WAIT_MS);
-      if (where === 'pending') {
-        throw new ApiError('service_unavailable', `File ${f.id} is still being stored; retry shortly.`, { 'retry-after': '1' });
-      }
-      if (where === 'placed') content = await read();
-    }
+    if (content === null && (await placedForReading(blobs, f.blob, f.id)) === 'placed') content = await read();
     return { ...f, content };
   }));
 }

@@ -1,9 +1,10 @@
 // Streams a raw request body (an upload part) into one file, hashing MD5 on the way. Never holds
 // the body: when the file's write buffer is full the socket is paused until the disk drains.
 // The file is removed on any failure and, through onCleanup, when the request ends — a
-// caller keeps it by renaming it first. Or, given an offset, the body is written into an existing
-// file shared with other writers (an upload's parts in their places), never truncated nor removed, and a failure is reported only once the file is closed, so the caller
-// can hand the region to another writer as soon as it hears of it.
+// caller keeps it by renaming it first. Or, given an offset, the body is written into an
+// existing file shared with other writers (an upload's parts in their places), never truncated
+// nor removed, and a failure is reported only once the file is closed, so the caller can hand
+// the region to another writer as soon as it hears of it.
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';

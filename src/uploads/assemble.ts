@@ -54,7 +54,7 @@ export async function concatFiles(parts: Source[], target: string): Promise<numb
           at += bytesRead;
           left -= bytesRead;
         }
-        if (left !== Infinity && left > 0) throw new Error(`${p.path} ends ${left} bytes before its region does`);
+        if (p.bytes !== undefined && left > 0) throw new Error(`${p.path} ends ${left} bytes before its region does`);
       } finally {
         await input.close();
       }

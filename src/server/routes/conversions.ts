@@ -8,7 +8,7 @@ import type { Router } from '../router.js';
 import { conversionJson, conversionsJson } from '../../store/conversion-json.js';
 import { decodeCursor, encodeCursor } from '../../store/cursor.js';
 import { getFileRow, readConversion, readConversions } from '../../store/conversions.js';
-import { PLACING_WAIT_MS, withShownContents } from '../../jobs/outputs.js';
+import { placedForReading, withShownContents } from '../../jobs/outputs.js';
 
 export const LIST_DEFAULT = 20;
 export const LIST_MAX = 100;
@@ -92,9 +92,7 @@ export function registerConversions(router: Router, deps: Deps): void {
       return;
     }
     if (!f.blob) throw new ApiError('not_found', `File ${f.id} has no content yet.`);
-    if ((await deps.blobs.whenPlaced(f.blob, PLACING_WAIT_MS)) === 'pending') {
-      throw new ApiError('service_unavailable', `File ${f.id} is still being stored; retry shortly.`, { 'retry-after': '1' });
-    }
+    await placedForReading(deps.blobs, f.blob, f.id);
     await sendContent(ctx, { path: deps.blobs.pathOf(f.blob) }, f.mime, { 'content-disposition': disposition });
   });
 }
