@@ -65,7 +65,7 @@ export const pdf: Scenario = {
     // The converter without the API, in this process (one thread, then the pool module), right
     // before and right after the API at the same quality, each pooled: the judged ratios compare
     // neighbours in time, and drift in the machine's other load weighs on both sides (this
-    // machine's speed moved by half within minutes: the API against the pool module read 1.12×
+    // machine's speed moved by a third within minutes: the API against the pool module read 1.12×
     // and 0.55× at `fast` in two runs ten minutes apart when the baselines ran once, first).
     const withoutApi = async (quality: string, when: string) => {
       ctx.log(`B: converter in this thread, quality ${quality} (${when})`);
