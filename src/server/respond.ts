@@ -113,7 +113,7 @@ export function reply(
         ctx.res.writeHeader('connection', 'close');
         ctx.res.end(body, true);
       } else {
-        taken = endWhenWritable(ctx, typeof body === 'string' ? Buffer.from(body) : body);
+        taken = endWhenWritable(ctx, body);
       }
     });
     if (taken) finish(ctx);
@@ -136,12 +136,15 @@ export function reply(
  * answer waits, uWS closes the connection when another request arrives on it, so one connection
  * holds one waiting body; and its send timeout (10 s without progress) closes a connection whose
  * client stopped reading. Either way onAborted ends the request. Returns true when uWS took the
- * whole body; otherwise finish() runs once it has.
+ * whole body; otherwise finish() runs once it has. A string goes to uWS as it is (uWS encodes it
+ * straight into its send buffer); only one the socket did not take whole is made a Buffer.
  */
-function endWhenWritable(ctx: Ctx, body: Buffer): boolean {
+function endWhenWritable(ctx: Ctx, sent: string | Buffer): boolean {
   const res = ctx.res;
-  const [, done] = res.tryEnd(body, body.length);
+  const size = typeof sent === 'string' ? Buffer.byteLength(sent) : sent.length;
+  const [, done] = res.tryEnd(sent, size);
   if (done) return true;
+  const body = typeof sent === 'string' ? Buffer.from(sent) : sent;
   // The write offset counts this response's body bytes, from 0.
   res.onWritable((offset) => {
     if (ctx.aborted) return true;
