@@ -100,8 +100,8 @@ export class UploadService {
    * be written or recorded, so that a re-send may have the place.
    */
   async claimSlot(u: UploadRow, number: number, declared: number): Promise<Slot | undefined> {
-    const bytes = slotBytes(u, number);
-    if (bytes === undefined || declared !== bytes) return undefined;
+    const region = regionOf(u, number);
+    if (region === undefined || declared !== region.bytes) return undefined;
     if (!await claimPartSlot(this.sql, u.id, number)) return undefined;
     const data = this.blobs.pathOf(dataBlob(u));
     // The upload's file goes with its last claim: a part that failed first (a full disk, a client
@@ -114,7 +114,7 @@ export class UploadService {
       await release();
       throw storageError(err, `opening the upload's file for part ${number}`);
     }
-    return { path: data, offset: (number - 1) * u.part_size, bytes, release };
+    return { path: data, ...region, release };
   }
 
   /**
@@ -206,7 +206,7 @@ export class UploadService {
   /** Where a recorded part's bytes are: its own file, or its region of `data`. */
   private sourceOf(u: UploadRow, part: PartRow): Source {
     if (part.blob !== dataBlob(u)) return { path: this.blobs.pathOf(part.blob) };
-    return { path: this.blobs.pathOf(part.blob), offset: (part.number - 1) * u.part_size, bytes: part.bytes };
+    return { path: this.blobs.pathOf(part.blob), offset: regionOf(u, part.number)!.offset, bytes: part.bytes };
   }
 
   /** The named parts, in order, as received; or the 409 / 413 the list deserves. */
@@ -248,19 +248,21 @@ function dataBlob(u: UploadRow): string {
   return `${partsDir(u)}/data`;
 }
 
-/** The size part `number` has in the upload's layout, or undefined past its last part. */
-export function slotBytes(u: { bytes: number; part_size: number; part_count: number }, number: number): number | undefined {
+/** Where part `number` lies in the upload's layout (part n at (n − 1) × part_size, part_size
+ *  bytes, the last one the rest), or undefined past its last part. */
+export function regionOf(u: { bytes: number; part_size: number; part_count: number }, number: number): { offset: number; bytes: number } | undefined {
   if (number < 1 || number > u.part_count) return undefined;
-  return number < u.part_count ? u.part_size : u.bytes - (u.part_count - 1) * u.part_size;
+  const offset = (number - 1) * u.part_size;
+  return { offset, bytes: number < u.part_count ? u.part_size : u.bytes - offset };
 }
 
 /** True when the named parts are every part of the layout, each written in its slot. */
 function allInPlace(u: UploadRow, parts: PartRow[]): boolean {
   return parts.length === u.part_count
-    && parts.every((x, i) => x.number === i + 1 && x.blob === dataBlob(u) && x.bytes === slotBytes(u, x.number));
+    && parts.every((x, i) => x.number === i + 1 && x.blob === dataBlob(u) && x.bytes === regionOf(u, x.number)?.bytes);
 }
 
-/** A second name for the `data` file (no copy), checked to hold the whole upload; its size. */
+/** A second name for the `data` file (no copy); its size, which the caller checks against the upload's. */
 async function linkData(data: string, target: string): Promise<number> {
   await link(data, target);
   return (await stat(target)).size;
