@@ -3,8 +3,8 @@
 // settled and the webhook event in the outbox, so that the status change, the charge and the event
 // commit together or not at all.
 import type { Sql } from '../store/db.js';
-import { recordSourceOutcome, type RolledUp } from '../store/conversions.js';
-import { enqueueConversionEvent } from '../webhooks/outbox.js';
+import { recordInTransaction, recordSourceOutcome, type ConversionStatus, type RolledUp } from '../store/conversions.js';
+import { enqueueConversionEvent, subscribedEndpoints } from '../webhooks/outbox.js';
 
 export type SourceOutcome = Parameters<typeof recordSourceOutcome>[3];
 
@@ -20,8 +20,26 @@ export function finishSource(
   guard?: (tx: Sql) => Promise<boolean>,
   settle?: (tx: Sql, charged: number) => Promise<void>,
 ): Promise<RolledUp | null> {
-  return recordSourceOutcome(sql, conv, sourceId, outcome, guard, async (tx, charged, status) => {
-    await settle?.(tx, charged);
-    await enqueueConversionEvent(tx, conv.id, { accountId: conv.accountId, status });
-  });
+  return recordSourceOutcome(sql, conv, sourceId, outcome, guard, ending(conv, settle));
+}
+
+/** finishSource inside a transaction the caller holds (a source that failed at admission). */
+export async function finishSourceIn(
+  t: Sql,
+  conv: { id: string; accountId: string; expiresAt: Date | null },
+  sourceId: string,
+  outcome: SourceOutcome,
+  settle?: (tx: Sql, charged: number) => Promise<void>,
+): Promise<RolledUp> {
+  return (await recordInTransaction(t, conv, sourceId, outcome, undefined, ending(conv, settle)))!;
+}
+
+/** What ends with the conversion: its credits settled, its webhook event queued. */
+function ending(conv: { id: string; accountId: string }, settle?: (tx: Sql, charged: number) => Promise<void>) {
+  return async (tx: Sql, charged: number, status: ConversionStatus): Promise<void> => {
+    // The subscribers are read with the settlement, in the same round trip (the read does not
+    // depend on it); an event, whose body shows the balance, is written after it.
+    const [, endpoints] = await Promise.all([settle?.(tx, charged), subscribedEndpoints(tx, conv.accountId, status).execute()]);
+    await enqueueConversionEvent(tx, conv.id, { accountId: conv.accountId, status, endpoints });
+  };
 }

@@ -31,7 +31,7 @@
 //   happened, as admit.ts does for its reservation).
 import { isDependencyDown } from '../errors.js';
 import { insertClaims, monthlyLimit, THIS_MONTH, type IdempotencyClaimRow } from '../billing/admission.js';
-import type { Sql } from '../store/db.js';
+import { connectionClosed, type Sql } from '../store/db.js';
 import { isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
 
@@ -150,9 +150,7 @@ export class GroupCommit {
         t`commit`.execute(),
       ]);
     } finally {
-      // A connection that closed is already back among the pool's closed ones: released, it
-      // would be handed out again as if it were open.
-      if (!CLOSED.has((failure as { code?: string } | undefined)?.code ?? '')) t.release();
+      if (!connectionClosed(failure)) t.release();
     }
     if (failure === undefined) return true;
     // After a failed statement Postgres answers the COMMIT by rolling back.
@@ -189,9 +187,6 @@ export class GroupCommit {
 
 /** The SQLSTATE group_commit_check raises. */
 const CHECK_FAILED = 'DP001';
-
-/** The driver's errors for a connection that closed under its queries. */
-const CLOSED = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED']);
 
 /**
  * The first statement's error (in the order sent), or undefined once all succeeded. A failure

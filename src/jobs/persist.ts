@@ -19,7 +19,7 @@ import type { Sql } from '../store/db.js';
 import type { Pending } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
 import { insertConversion, type NewFile, type ConversionRow } from '../store/conversions.js';
-import { finishSource } from './finish.js';
+import { finishSourceIn } from './finish.js';
 import type { Principal } from '../store/accounts.js';
 import type { ConvertRequest } from '../types.js';
 import { fileRowsOf, KeyTaken } from './group-commit.js';
@@ -114,7 +114,7 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
       await countMonthlyFiles(t, p.accountId, sources.length, limits.filesPerMonth);
       if (gated) await recordReservation(t, p.accountId, conversionId, credits);
       for (const s of sources) {
-        if (s.failure) await finishSource(joined, conv, s.id, { error: fileProblem(s.failure, `/v1/conversions/${conversionId}`, conversionId) }, undefined, settle);
+        if (s.failure) await finishSourceIn(t, conv, s.id, { error: fileProblem(s.failure, `/v1/conversions/${conversionId}`, conversionId) }, settle);
       }
       // One durable job per source, committed with the conversion: if this process dies now,
       // another one finds the jobs and runs them.

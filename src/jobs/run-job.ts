@@ -10,7 +10,7 @@ import { priceSource } from '../billing/pricing.js';
 import { settleRows, type Settlement } from '../billing/ledger.js';
 import { answered, type Sql } from '../store/db.js';
 import type { Pending } from '../store/blobs.js';
-import { markSourceRunning, type ConversionStatus, type RolledUp } from '../store/conversions.js';
+import { startSource, type ConversionStatus, type RolledUp } from '../store/conversions.js';
 import { finishSource } from './finish.js';
 import type { ConvertRequest } from '../types.js';
 import { completeJob, handBack, recordedStatus, setProgress, LEASE_S, MAX_ATTEMPTS, type JobRow } from './queue.js';
@@ -32,10 +32,9 @@ const PROGRESS_EVERY_MS = 500;
 export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortSignal): Promise<JobOutcome | undefined> {
   // Each query has a deadline (see queue.ts): a query that never settles must not hold this
   // runner place for good.
-  const [c] = await answered(ctx.sql`
-    select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, f.fetched_from, f.fetched_kind,
-           c.id, c.account_id, coalesce(c.endpoint, c.name) as endpoint, c.options, c.operation, c.expires_at
-    from files f join conversions c on c.id = f.conversion_id where f.id = ${job.source_id}`);
+  // Marked running as it is read: one round trip. (A source found still pending below goes back
+  // to the queue marked running; its next run finds it so.)
+  const c = await answered(startSource(ctx.sql, job.conversion_id, job.source_id));
   if (!c) return undefined; // deleted under us: the job row went with it
   const kind = kindOfEndpoint(c.endpoint as string)!;
   const conv = { id: c.id as string, accountId: c.account_id as string, expiresAt: c.expires_at as Date | null };
@@ -80,7 +79,6 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
     if (job.attempts > MAX_ATTEMPTS) {
       throw new ApiError('invalid_document', `The conversion stopped its worker ${job.attempts - 1} times; the document is not converted.`);
     }
-    await answered(markSourceRunning(ctx.sql, conv.id, source.id));
     // Progress is written every PROGRESS_EVERY_MS from that long after the start, and at the end
     // of a conversion that wrote some: one that ends sooner writes none (its outcome follows at
     // once), which spares most documents two commits.

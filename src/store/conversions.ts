@@ -1,7 +1,7 @@
 // Conversions and their files: rows in Postgres, rendered here into the API's Conversion shape.
 // Status roll-up lives in SQL so that it is computed from the files in the same statement that
 // changes them: `summary`, `status` and `completed_at` can never disagree with the files.
-import type { Sql } from './db.js';
+import { atOnce, pipelined, type Sql } from './db.js';
 import type { Problem } from '../errors.js';
 
 export type ConversionStatus = 'queued' | 'running' | 'completed' | 'completed_with_errors' | 'failed';
@@ -77,17 +77,41 @@ function insertFiles(sql: Sql, c: { id: string; accountId: string; expiresAt: Da
   return sql`insert into files ${sql(rows)}`.execute();
 }
 
-export async function markSourceRunning(sql: Sql, conversionId: string, sourceId: string): Promise<void> {
-  await sql.begin(async (tx) => {
-    // The conversion's row before its files', as a delete (conversions, cascading to files) and
-    // recordSourceOutcome take them; the other order deadlocked. When the conversion is running
-    // already (a second source) no row is locked here, and nothing is asked of it after the file.
-    // Sent together (one round trip), run in this order.
-    await Promise.all([
-      tx`update conversions set status = 'running' where id = ${conversionId} and status = 'queued'`.execute(),
-      tx`update files set status = 'running' where id = ${sourceId} and status = 'queued'`.execute(),
-    ]);
-  });
+/**
+ * Marks a source and its conversion running and reads what converting it needs, in one
+ * transaction sent whole (one round trip; see db.ts `atOnce`). Undefined when the source is gone
+ * (its conversion deleted).
+ */
+export async function startSource(sql: Sql, conversionId: string, sourceId: string): Promise<StartedSource | undefined> {
+  // The conversion's row before its files', as a delete (conversions, cascading to files) and
+  // recordSourceOutcome take them; the other order deadlocked. When the conversion is running
+  // already (a second source) no row is locked here, and nothing is asked of it after the file.
+  const [, , rows] = await atOnce(sql, (t) => [
+    t`update conversions set status = 'running' where id = ${conversionId} and status = 'queued'`.execute(),
+    t`update files set status = 'running' where id = ${sourceId} and status = 'queued'`.execute(),
+    t`select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, f.fetched_from, f.fetched_kind,
+             c.id, c.account_id, coalesce(c.endpoint, c.name) as endpoint, c.options, c.operation, c.expires_at
+      from files f join conversions c on c.id = f.conversion_id where f.id = ${sourceId}`.execute(),
+  ]);
+  return (rows as StartedSource[])[0];
+}
+
+/** A source as a job converts it, with its conversion's settings. */
+export interface StartedSource {
+  source_id: string;
+  name: string;
+  mime: string;
+  blob: string | null;
+  position: number;
+  credits: number | null;
+  fetched_from: string | null;
+  fetched_kind: string | null;
+  id: string;
+  account_id: string;
+  endpoint: string;
+  options: unknown;
+  operation: string;
+  expires_at: Date | null;
 }
 
 /**
@@ -107,30 +131,48 @@ export async function recordSourceOutcome(
   guard?: (tx: Sql) => Promise<boolean>,
   onTerminal?: (tx: Sql, charged: number, status: ConversionStatus) => Promise<void>,
 ): Promise<RolledUp | null> {
-  return sql.begin(async (tx) => {
-    const t = tx as unknown as Sql;
-    // Statements that do not wait on an answer before them are sent together and run in the
-    // order they are written: the guard and the lock in one round trip, the writes and the
-    // roll-up in another.
-    // A job's outcome counts only while its process still holds the job (see jobs/queue.ts).
-    const guarded = guard ? guard(t) : Promise.resolve(true);
-    // Locked first: concurrent finishes of one conversion's sources roll up one after the other,
-    // each seeing the other's files, and exactly one of them sees completed_at go from unset to set.
-    const locked = t`select completed_at from conversions where id = ${conv.id} for update`.execute();
-    const [held, [before]] = await Promise.all([guarded, locked]);
-    if (!held) return null;
-    const writes = 'error' in outcome
-      ? [t`update files set status = 'failed', error = ${t.json(outcome.error as never)}, credits = 0
-           where id = ${sourceId}`.execute()]
-      : [insertFiles(t, conv, outcome.outputs),
-        t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
-          where id = ${sourceId}`.execute()];
-    const [rolled] = await Promise.all([rollUp(t, conv.id), ...writes]);
-    if (before && before.completed_at === null && isTerminal(rolled.status)) {
-      await onTerminal?.(t, rolled.charged, rolled.status);
-    }
-    return rolled;
-  });
+  return pipelined(sql, (t) => recordInTransaction(t, conv, sourceId, outcome, guard, onTerminal), (rolled) => rolled !== null);
+}
+
+/**
+ * recordSourceOutcome's statements, in a transaction the caller holds (a conversion settled in
+ * its insert). They are sent together and run in the order written: the guard, the lock, the
+ * writes and the roll-up; the writes are sent before the guard's answer, so a refusal (null)
+ * leaves them in the transaction for the caller to roll back.
+ */
+export async function recordInTransaction(
+  t: Sql,
+  conv: { id: string; accountId: string; expiresAt: Date | null },
+  sourceId: string,
+  outcome: { outputs: NewFile[]; pages: number | null; credits: number } | { error: Problem },
+  guard?: (tx: Sql) => Promise<boolean>,
+  onTerminal?: (tx: Sql, charged: number, status: ConversionStatus) => Promise<void>,
+): Promise<RolledUp | null> {
+  // A job's outcome counts only while its process still holds the job (see jobs/queue.ts).
+  const guarded = guard ? guard(t) : Promise.resolve(true);
+  // Locked first: concurrent finishes of one conversion's sources roll up one after the other,
+  // each seeing the other's files, and exactly one of them sees completed_at go from unset to set.
+  const locked = t`select completed_at from conversions where id = ${conv.id} for update`.execute();
+  const writes = 'error' in outcome
+    ? [t`update files set status = 'failed', error = ${t.json(outcome.error as never)}, credits = 0
+         where id = ${sourceId}`.execute()]
+    : [insertFiles(t, conv, outcome.outputs),
+      t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
+        where id = ${sourceId}`.execute()];
+  const rolling = rollUp(t, conv.id);
+  // Refused, what followed the guard may have failed too (the job's conversion deleted: its
+  // outputs have nothing to belong to, its roll-up no row): that is the refusal, not an error.
+  const [held, ...rest] = await Promise.allSettled([guarded, locked, rolling, ...writes]);
+  if (held.status === 'rejected') throw held.reason;
+  if (!held.value) return null;
+  const failed = rest.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  const [before] = (rest[0] as PromiseFulfilledResult<Array<{ completed_at?: Date | null }>>).value;
+  const rolled = (rest[1] as PromiseFulfilledResult<RolledUp>).value;
+  if (before && before.completed_at === null && isTerminal(rolled.status)) {
+    await onTerminal?.(t, rolled.charged, rolled.status);
+  }
+  return rolled;
 }
 
 /** A conversion's status, completion time and credits charged, as a roll-up wrote them. */

@@ -33,15 +33,24 @@ export function eventBody(id: string, type: string, createdAt: Date, object: unk
   return JSON.stringify(envelope);
 }
 
-/** Returns the event id, or undefined when no endpoint wants it. */
-export async function enqueueConversionEvent(tx: Sql, conversionId: string,
-  known?: { accountId: string; status: ConversionStatus }): Promise<string | undefined> {
-  // A caller that has just ended the conversion knows its account and status: an account with no
-  // subscriber costs one statement, and the row is read only for an event to write.
-  if (known && !isTerminal(known.status)) return undefined;
-  const listeners = (accountId: string, status: ConversionStatus) => tx`select id from webhook_endpoints
+/** The enabled endpoints of an account that subscribe to the event of a conversion ending so. */
+export function subscribedEndpoints(tx: Sql, accountId: string, status: ConversionStatus) {
+  return tx`select id from webhook_endpoints
     where account_id = ${accountId} and status = 'enabled' and ${eventTypeOf(status)} = any(event_types)`;
-  let endpoints = known ? await listeners(known.accountId, known.status) : undefined;
+}
+
+/**
+ * Returns the event id, or undefined when no endpoint wants it. A caller that has just ended the
+ * conversion knows its account and status, and may have read its subscribers already
+ * (`endpoints`, sent with its own statements).
+ */
+export async function enqueueConversionEvent(tx: Sql, conversionId: string,
+  known?: { accountId: string; status: ConversionStatus; endpoints?: readonly Record<string, unknown>[] }): Promise<string | undefined> {
+  // An account with no subscriber costs one statement (or none), and the row is read only for an
+  // event to write.
+  if (known && !isTerminal(known.status)) return undefined;
+  const listeners = subscribedEndpoints.bind(null, tx);
+  let endpoints = known ? known.endpoints ?? await listeners(known.accountId, known.status) : undefined;
   if (endpoints?.length === 0) return undefined;
   const [row] = await tx`select * from conversions where id = ${conversionId}`;
   const conv = row as ConversionRow | undefined;

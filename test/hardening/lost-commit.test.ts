@@ -83,24 +83,42 @@ for (const mode of storeModes()) {
       const { id } = await res.json() as { id: string };
       for (let i = 0; i < 200 && held.waitingTasks === 0; i++) await sleep(25);
       t.equal(held.waitingTasks, 1, 'the job is running');
-      // The next transaction that records an outcome commits, then its answer is lost.
-      const sql = w.db.sql as unknown as { begin: (...args: unknown[]) => Promise<unknown> };
-      const begin = sql.begin;
+      // The next transaction that records an outcome commits, then its answer is lost: every
+      // COMMIT on a reserved connection is watched (the outcome's transaction is sent on one,
+      // store/db.ts pipelined), and the first after which the conversion is finished fails as a
+      // closed connection fails.
+      const sql = w.db.sql as unknown as { reserve: (...args: unknown[]) => Promise<unknown> };
+      const reserve = sql.reserve;
       let lost = 0;
-      sql.begin = async function (this: unknown, ...args: unknown[]) {
-        const r = await begin.apply(this, args);
-        // finishSource's transaction answers the conversion as its roll-up left it
-        const status = (r as { status?: unknown } | null)?.status;
-        if (lost === 0 && typeof status === 'string' && TERMINAL.includes(status)) {
-          lost++;
-          throw connectionClosed();
-        }
-        return r;
+      // Read on the same connection: the embedded store has only that one.
+      const finished = async (r: typeof w.db.sql): Promise<boolean> => {
+        const [row] = await r`select status from conversions where id = ${id}`;
+        return TERMINAL.includes(row!.status as string);
       };
-      t.teardown(() => { sql.begin = begin; });
+      sql.reserve = async function (this: unknown, ...args: unknown[]) {
+        const r = await reserve.apply(this, args) as (...a: unknown[]) => unknown;
+        return new Proxy(r, {
+          apply(target, self, argv) {
+            const q = Reflect.apply(target, self, argv) as PromiseLike<unknown> & { execute(): unknown };
+            if ((argv[0] as string[] | undefined)?.[0] !== 'commit') return q;
+            const answered = Promise.resolve(q).then(async (v) => {
+              if (lost === 0 && await finished(r as unknown as typeof w.db.sql)) {
+                lost++;
+                // A closed connection is not handed back (the pool replaces it): this one is
+                // open, so it goes back here.
+                (r as unknown as { release(): void }).release();
+                throw connectionClosed();
+              }
+              return v;
+            });
+            return Object.assign(answered, { execute: () => answered });
+          },
+        });
+      };
+      t.teardown(() => { sql.reserve = reserve; });
       held.release();
       const c = await untilTerminal(w, id);
-      sql.begin = begin;
+      sql.reserve = reserve;
       t.equal(lost, 1, 'the outcome\'s commit answer was lost once');
       t.equal(c.status, 'completed');
       const [job] = await w.db.sql`select status, attempts from jobs where conversion_id = ${id}`;

@@ -1,5 +1,5 @@
 // Transactions that lock a conversion's row and its files' rows take them in one order: the
-// conversion first. A job starting its source (markSourceRunning) while a client deletes the
+// conversion first. A job starting its source (startSource) while a client deletes the
 // conversion (the delete cascades from the conversion to its files) once locked the other way
 // round, and Postgres broke the deadlock by failing the delete: a DELETE answered 500 (seen in a
 // full run beside busy loops). Many such pairs run here at once; none may fail.
@@ -10,7 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import { openDb } from '../../src/store/db.js';
 import { createAccount } from '../../src/store/accounts.js';
-import { deleteConversionRows, insertConversion, markSourceRunning } from '../../src/store/conversions.js';
+import { deleteConversionRows, insertConversion, startSource } from '../../src/store/conversions.js';
 import { newId } from '../../src/store/ids.js';
 import { dropSchema, PG_URL } from '../helpers/world.js';
 
@@ -42,7 +42,7 @@ t.test('starting a source and deleting its conversion at the same moment never d
     // statements, where the old order deadlocked.
     const outcomes = await Promise.allSettled(pairs.flatMap(({ id, sourceId }, i) => [
       deleteConversionRows(db.sql, account.id, id).then((blobs) => { if (blobs) deleted++; }),
-      turns(i + (round % 3)).then(() => markSourceRunning(db.sql, id, sourceId)),
+      turns(i + (round % 3)).then(() => startSource(db.sql, id, sourceId)),
     ]));
     for (const o of outcomes) if (o.status === 'rejected') failures.push((o.reason as Error).message);
   }
