@@ -123,16 +123,18 @@ export interface StartedSource {
  * no reader ever sees a finished conversion whose credits are still reserved (and, from the jobs,
  * its webhook event is enqueued: jobs/finish.ts).
  */
-export async function recordSourceOutcome(
-  sql: Sql,
+export async function recordSourceOutcome(sql: Sql, ...args: Recording): Promise<RolledUp | null> {
+  return pipelined(sql, (t) => recordInTransaction(t, ...args), (rolled) => rolled !== null);
+}
+
+/** What recordSourceOutcome and recordInTransaction are told. */
+type Recording = [
   conv: { id: string; accountId: string; expiresAt: Date | null },
   sourceId: string,
   outcome: { outputs: NewFile[]; pages: number | null; credits: number } | { error: Problem },
   guard?: (tx: Sql) => Promise<boolean>,
   onTerminal?: (tx: Sql, charged: number, status: ConversionStatus) => Promise<void>,
-): Promise<RolledUp | null> {
-  return pipelined(sql, (t) => recordInTransaction(t, conv, sourceId, outcome, guard, onTerminal), (rolled) => rolled !== null);
-}
+];
 
 /**
  * recordSourceOutcome's statements, in a transaction the caller holds (a conversion settled in
@@ -140,14 +142,7 @@ export async function recordSourceOutcome(
  * writes and the roll-up; the writes are sent before the guard's answer, so a refusal (null)
  * leaves them in the transaction for the caller to roll back.
  */
-export async function recordInTransaction(
-  t: Sql,
-  conv: { id: string; accountId: string; expiresAt: Date | null },
-  sourceId: string,
-  outcome: { outputs: NewFile[]; pages: number | null; credits: number } | { error: Problem },
-  guard?: (tx: Sql) => Promise<boolean>,
-  onTerminal?: (tx: Sql, charged: number, status: ConversionStatus) => Promise<void>,
-): Promise<RolledUp | null> {
+export async function recordInTransaction(t: Sql, ...[conv, sourceId, outcome, guard, onTerminal]: Recording): Promise<RolledUp | null> {
   // A job's outcome counts only while its process still holds the job (see jobs/queue.ts).
   const guarded = guard ? guard(t) : Promise.resolve(true);
   // Locked first: concurrent finishes of one conversion's sources roll up one after the other,
