@@ -31,7 +31,7 @@
 //   happened, as admit.ts does for its reservation).
 import { isDependencyDown } from '../errors.js';
 import { insertClaims, monthlyLimit, THIS_MONTH, type IdempotencyClaimRow } from '../billing/admission.js';
-import { connectionClosed, type Sql } from '../store/db.js';
+import { atOnce, type Sql } from '../store/db.js';
 import { isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
 
@@ -139,23 +139,18 @@ export class GroupCommit {
    * account has a webhook subscriber (its event is built from the stored rows).
    */
   private async commitAtOnce(items: GroupedConversion[]): Promise<boolean> {
-    const t = await this.sql.reserve();
-    let failure: unknown;
     try {
-      failure = await firstFailure([
-        t`begin`.execute(),
+      await atOnce(this.sql, (t) => [
         checkedCounters(t, items).execute(),
         ...checkedClaims(t, items).map((q) => q.execute()),
         ...writes(t, items).map((q) => q.execute()),
-        t`commit`.execute(),
       ]);
-    } finally {
-      if (!connectionClosed(failure)) t.release();
+      return true;
+    } catch (err) {
+      // After a failed statement Postgres answers the COMMIT by rolling back.
+      if ((err as { code?: string }).code === CHECK_FAILED) return false;
+      throw err;
     }
-    if (failure === undefined) return true;
-    // After a failed statement Postgres answers the COMMIT by rolling back.
-    if ((failure as { code?: string }).code === CHECK_FAILED) return false;
-    throw failure;
   }
 
   /** The batch with each decision read before the writes (see the head of this file). */
@@ -187,26 +182,6 @@ export class GroupCommit {
 
 /** The SQLSTATE group_commit_check raises. */
 const CHECK_FAILED = 'DP001';
-
-/**
- * The first statement's error (in the order sent), or undefined once all succeeded. A failure
- * of the connection settles it at once: statements the driver still held back behind it (it
- * waits for a new statement's description before sending the next) are never answered.
- */
-function firstFailure(statements: Array<Promise<unknown>>): Promise<unknown> {
-  return new Promise((resolve) => {
-    let left = statements.length;
-    let first: unknown;
-    const done = (): void => { if (--left === 0) resolve(first); };
-    for (const q of statements) {
-      q.then(done, (err: unknown) => {
-        first ??= err;
-        if (isDependencyDown(err)) resolve(err);
-        else done();
-      });
-    }
-  });
-}
 
 /** A member's Idempotency-Key, as its claim's row is keyed. */
 function keyOf(c: GroupedConversion): string {

@@ -1,8 +1,8 @@
 // Conversions and their files: rows in Postgres, rendered here into the API's Conversion shape.
 // Status roll-up lives in SQL so that it is computed from the files in the same statement that
 // changes them: `summary`, `status` and `completed_at` can never disagree with the files.
-import { atOnce, pipelined, type Sql } from './db.js';
-import type { Problem } from '../errors.js';
+import { atOnce, firstFailure, pipelined, type Sql } from './db.js';
+import { isDependencyDown, type Problem } from '../errors.js';
 
 export type ConversionStatus = 'queued' | 'running' | 'completed' | 'completed_with_errors' | 'failed';
 export type FileStatus = 'queued' | 'running' | 'completed' | 'failed';
@@ -154,10 +154,13 @@ export async function recordInTransaction(t: Sql, ...[conv, sourceId, outcome, g
     : [insertFiles(t, conv, outcome.outputs),
       t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
         where id = ${sourceId}`.execute()];
-  const rolling = rollUp(t, conv.id);
+  const sent = [guarded, locked, rollUp(t, conv.id), ...writes];
+  // A closed connection fails it at once (statements held back behind it are never answered).
+  const failure = await firstFailure(sent);
+  if (isDependencyDown(failure)) throw failure;
   // Refused, what followed the guard may have failed too (the job's conversion deleted: its
   // outputs have nothing to belong to, its roll-up no row): that is the refusal, not an error.
-  const [held, ...rest] = await Promise.allSettled([guarded, locked, rolling, ...writes]);
+  const [held, ...rest] = await Promise.allSettled(sent);
   if (held.status === 'rejected') throw held.reason;
   if (!held.value) return null;
   const failed = rest.find((r) => r.status === 'rejected');

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
+import { isDependencyDown } from '../errors.js';
 
 export type Sql = postgres.Sql<Record<string, never>>;
 
@@ -197,21 +198,38 @@ export async function pipelined<T>(sql: Sql, fn: (t: Sql) => Promise<T>, keep: (
  */
 export async function atOnce(sql: Sql, statements: (t: Sql) => Array<PromiseLike<unknown>>): Promise<unknown[]> {
   const t = await sql.reserve();
-  let closed = false;
+  let failure: unknown;
+  let sent: Array<PromiseLike<unknown>> = [];
   try {
     const begun = t`begin`.execute();
-    const sent = statements(t as unknown as Sql);
-    const committed = t`commit`.execute();
-    const settled = await Promise.allSettled([begun, ...sent, committed]);
-    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) {
-      closed = connectionClosed(failed.reason);
-      throw failed.reason;
-    }
-    return settled.slice(1, -1).map((r) => (r as PromiseFulfilledResult<unknown>).value);
+    sent = statements(t as unknown as Sql);
+    failure = await firstFailure([begun, ...sent, t`commit`.execute()]);
   } finally {
-    if (!closed) t.release();
+    if (!connectionClosed(failure)) t.release();
   }
+  if (failure !== undefined) throw failure;
+  return Promise.all(sent);
+}
+
+/**
+ * The first error among `statements`, once all have settled (undefined when none failed); a
+ * failure of the connection settles it at once: statements the driver still held back behind it
+ * (it waits for a new statement's description before sending the next) are never answered.
+ */
+export function firstFailure(statements: Array<PromiseLike<unknown>>): Promise<unknown> {
+  return new Promise((resolve) => {
+    let left = statements.length;
+    let first: unknown;
+    const done = (): void => { if (--left === 0) resolve(first); };
+    if (left === 0) resolve(undefined);
+    for (const q of statements) {
+      q.then(done, (err: unknown) => {
+        first ??= err;
+        if (isDependencyDown(err)) resolve(err);
+        else done();
+      });
+    }
+  });
 }
 
 /**
