@@ -2,6 +2,7 @@
 // shared post-steps (clean-up once, then Markdown → text / HTML / pages), so that no converter
 // repeats them. Converter modules load lazily: a kind whose module fails to load answers 503
 // parser_unavailable instead of taking the whole service down.
+import { closeSync, openSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { ApiError } from '../errors.js';
 import { cleanMarkdown, markdownToHtml, markdownToText } from './shared/markdown.js';
@@ -65,6 +66,19 @@ export const PEEK_BYTES = 8192;
 /** The peek of bytes held in memory. */
 export function peekBytes(data: Buffer, name: string, mime?: string): Peek {
   return { bytes: data.subarray(0, PEEK_BYTES), name, mime };
+}
+
+/** peekFile for a converter thread, where blocking its own loop costs nothing and a read sent to
+ *  libuv's threads would cost two thread wake-ups each way. */
+export function peekFileSync(path: string, name: string, mime?: string): Peek {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(PEEK_BYTES);
+    const bytesRead = readSync(fd, buf, 0, PEEK_BYTES, 0);
+    return { bytes: buf.subarray(0, bytesRead), name, mime };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export async function peekFile(path: string, name: string, mime?: string): Promise<Peek> {

@@ -42,17 +42,20 @@ export interface Executor {
 }
 
 export async function runTask(task: Task, peek: Peek, settings: ExecutorSettings, signal: AbortSignal,
-  onProgress: (done: number, total: number) => void, watchChild?: (pid: number) => () => void): Promise<RunResult> {
-  // Markdown renders read their one file and write nothing: no scratch directory to make and
-  // remove on the cheap path. Every other conversion gets its own.
-  const scratch = isRender(task.kind) ? undefined : await mkdtemp(path.join(settings.tmpDir, 'task_'));
+  onProgress: (done: number, total: number) => void, watchChild?: (pid: number) => () => void, scratch?: string): Promise<RunResult> {
+  const run = (tmpDir: string): Promise<RunResult> => runConversion(task.kind, task.path, peek, task.options, {
+    signal, tmpDir, progress: onProgress, allowPrivateNetwork: settings.allowPrivateNetwork, ai: settings.ai, watchChild,
+  });
+  // A pool thread hands over the folder it made for the task, and removes it. Markdown renders
+  // read their one file and write nothing: no scratch directory to make and remove on the cheap
+  // path. Every other conversion gets its own.
+  if (scratch !== undefined) return run(scratch);
+  if (isRender(task.kind)) return run(settings.tmpDir);
+  const own = await mkdtemp(path.join(settings.tmpDir, 'task_'));
   try {
-    return await runConversion(task.kind, task.path, peek, task.options, {
-      signal, tmpDir: scratch ?? settings.tmpDir, progress: onProgress, allowPrivateNetwork: settings.allowPrivateNetwork, ai: settings.ai,
-      watchChild,
-    });
+    return await run(own);
   } finally {
-    if (scratch) await rm(scratch, { recursive: true, force: true });
+    await rm(own, { recursive: true, force: true });
   }
 }
 

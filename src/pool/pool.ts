@@ -6,7 +6,8 @@
 // The server answers 202 `capacity` when `saturated()` at submit.
 import os from 'node:os';
 import path from 'node:path';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ApiError, reviveError as revive } from '../errors.js';
@@ -30,6 +31,9 @@ export interface PoolOptions {
   nice?: number;
   /** Queue length at which `saturated()` turns true; default threads × 4. */
   highWaterMark?: number;
+  /** Progress messages of a task at most this often (worker.ts PROGRESS_EVERY_MS by default);
+   *  the last step of a conversion always comes. */
+  progressEveryMs?: number;
   /** TEST ONLY: honour `testModule` in tasks (see worker.ts). */
   allowTestModules?: boolean;
   /** Errors piscina reports outside any task (a thread failing to start); default: stderr. */
@@ -102,7 +106,7 @@ export class PoolExecutor implements Executor {
       // tesseract worker's messages); the saving is nothing next to a conversion.
       atomics: 'disabled',
       resourceLimits: { maxOldGenerationSizeMb: this.heapMb, maxYoungGenerationSizeMb: this.youngMb },
-      workerData: { allowTestModules: this.allowTestModules, nice: opts.nice },
+      workerData: { allowTestModules: this.allowTestModules, nice: opts.nice, progressEveryMs: opts.progressEveryMs },
     });
     // Without a listener piscina's 'error' event would take the process down.
     this.pool.on('error', opts.onError ?? ((err: Error) => console.error('docpipe pool:', err)));
@@ -113,7 +117,10 @@ export class PoolExecutor implements Executor {
       throw new Error('This pool does not load test modules.');
     }
     if (signal.aborted) throw cancelled();
-    const taskDir = await mkdtemp(scratchPrefix(this.settings.tmpDir));
+    // Named here, made and removed by the thread (worker.ts): from this loop each would be a
+    // round trip through libuv's threads.
+    const taskDir = `${scratchPrefix(this.settings.tmpDir)}${randomBytes(6).toString('hex')}`;
+    let cleaned = false;
     const { port1, port2 } = new MessageChannel();
     const stop = new AbortController();
     let timer: NodeJS.Timeout | undefined;
@@ -135,6 +142,7 @@ export class PoolExecutor implements Executor {
       } else if (m.type === 'child-ended') {
         children.delete(m.pid);
       } else {
+        cleaned = m.cleaned;
         ended();
       }
     });
@@ -162,7 +170,7 @@ export class PoolExecutor implements Executor {
       // A terminated thread could not stop what it started (a LibreOffice run): its groups go here.
       killGroups(children);
       // A killed group may still be letting go of files in the folder for a moment.
-      await rm(taskDir, { recursive: true, force: true, maxRetries: children.size > 0 ? 5 : 0 });
+      if (!cleaned || children.size > 0) await rm(taskDir, { recursive: true, force: true, maxRetries: children.size > 0 ? 5 : 0 });
     }
   }
 

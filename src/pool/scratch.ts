@@ -17,7 +17,7 @@ function hostPart(): string {
   return os.hostname().replace(/[^A-Za-z0-9.-]/g, '-') || 'host';
 }
 
-/** The prefix of this process's scratch folders (mkdtemp adds the rest). */
+/** The prefix of this process's scratch folders (the pool adds a random part). */
 export function scratchPrefix(tmpDir: string): string {
   return path.join(tmpDir, `pool_${hostPart()}_${process.pid}_`);
 }

@@ -6,23 +6,28 @@
 // Contract with pool.ts:
 // - the request names the source by path; the thread reads the file itself;
 // - `port` carries {type:'start'} first, then progress, then {type:'end'} before the reply, so
-//   every progress message is delivered before the task settles;
+//   every progress message is delivered before the task settles; progress goes at most every
+//   `progressEveryMs` (workerData) and always when a converter reports its last step: a message
+//   wakes the event loop, and a converter reports every page;
+// - the task's scratch folder (`settings.tmpDir`, named by the pool) is made and removed here,
+//   in this thread: {type:'end', cleaned} says whether it is gone, and the pool removes it when
+//   the thread could not (terminated, or the removal failed);
 // - failures come back as a reply, not a throw: structured clone would drop ApiError's code;
 // - cancellation and the time limit terminate the thread (pool.ts), so the signal handed to the
 //   converters here never fires.
 import { isMainThread, threadId, workerData, type MessagePort } from 'node:worker_threads';
-import { readlinkSync } from 'node:fs';
+import { mkdirSync, readlinkSync, rmSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ApiError, serializeError as serialize, type SerializedError } from '../errors.js';
-import { peekFile, type RunResult } from '../converters/registry.js';
+import { peekFileSync, type RunResult } from '../converters/registry.js';
 import { countTask, runTask, type ExecutorSettings, type Task } from '../jobs/executor.js';
 import type { Count } from '../converters/types.js';
 
 export interface WorkerRequest {
   task: Task;
-  /** `tmpDir` is a directory the pool made for this task alone and removes after it. */
+  /** `tmpDir` names a directory for this task alone, made and removed by the thread. */
   settings: ExecutorSettings;
   port: MessagePort;
   /** TEST ONLY: a module whose default export runs the task instead of the registry. Honoured
@@ -41,7 +46,8 @@ export type PortMessage =
   /** A child process group the task started, and its end (ConvertContext.watchChild). */
   | { type: 'child'; pid: number }
   | { type: 'child-ended'; pid: number }
-  | { type: 'end' };
+  /** `cleaned`: the task's scratch folder was removed. */
+  | { type: 'end'; cleaned: boolean };
 
 
 export type WorkerReply = { ok: true; result: RunResult } | { ok: false; error: SerializedError };
@@ -61,6 +67,14 @@ export type TestRunner = (task: Task, ctx: { signal: AbortSignal; progress(done:
 export const WORKER_NICE_INCREMENT = 10;
 
 /** The pool's `nice` option (config WORKER_NICE; 0 keeps the threads at the process's priority). */
+/** Progress messages of a task at most this often, when the pool does not say (workerData). */
+export const PROGRESS_EVERY_MS = 200;
+
+function progressEvery(): number {
+  const ms = (workerData as { progressEveryMs?: number } | undefined)?.progressEveryMs;
+  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : PROGRESS_EVERY_MS;
+}
+
 function niceIncrement(): number {
   const n = (workerData as { nice?: number } | undefined)?.nice;
   return typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 19 ? n : WORKER_NICE_INCREMENT;
@@ -107,20 +121,38 @@ export default async function handle(req: WorkerRequest | CountRequest): Promise
   const { port, task } = req;
   const post = (m: PortMessage): void => port.postMessage(m);
   post({ type: 'start', threadId });
-  const progress = (done: number, total: number): void => post({ type: 'progress', done, total });
+  const every = progressEvery();
+  let posted = performance.now();
+  const progress = (done: number, total: number): void => {
+    const now = performance.now();
+    if (done < total && now - posted < every) return;
+    posted = now;
+    post({ type: 'progress', done, total });
+  };
   const watchChild = (pid: number): (() => void) => {
     post({ type: 'child', pid });
     return () => post({ type: 'child-ended', pid });
   };
+  const scratch = req.settings.tmpDir;
   try {
+    mkdirSync(scratch, { mode: 0o700 });
     const result = req.testModule
       ? await runTestModule(req.testModule, task, progress)
-      : await runTask(task, await peekFile(task.path, task.name, task.mime), req.settings, quietSignal, progress, watchChild);
+      : await runTask(task, peekFileSync(task.path, task.name, task.mime), req.settings, quietSignal, progress, watchChild, scratch);
     return { ok: true, result };
   } catch (err) {
     return { ok: false, error: serialize(err) };
   } finally {
-    post({ type: 'end' });
+    post({ type: 'end', cleaned: removed(scratch) });
     port.close();
+  }
+}
+
+function removed(dir: string): boolean {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -13,6 +13,7 @@ import { ApiError } from '../../src/errors.js';
 import { DEFAULT_HEAP_MB, DEFAULT_YOUNG_MB, PoolExecutor, type PoolTask } from '../../src/pool/pool.js';
 import { WORKER_NICE_INCREMENT } from '../../src/pool/worker.js';
 import { loadConfig } from '../../src/config.js';
+import { buildReportPdf, REPORT } from '../fixtures/build/pdf.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -46,8 +47,9 @@ async function bothThreads(p: PoolExecutor = pool): Promise<Set<number>> {
 
 // A time limit no conversion of these tests comes near, even a thread's first on a loaded
 // machine (loading the converters under tap's loaders took over 1.5 s in a CI run); the time
-// limit itself is tested on a pool of its own.
-const pool = new PoolExecutor(settings, { threads: 2, taskTimeoutMs: 60_000, highWaterMark: 2, allowTestModules: true });
+// limit itself is tested on a pool of its own. Every progress step is forwarded (the default
+// spacing of progress messages is tested on a pool of its own).
+const pool = new PoolExecutor(settings, { threads: 2, taskTimeoutMs: 60_000, highWaterMark: 2, allowTestModules: true, progressEveryMs: 0 });
 t.teardown(async () => {
   await pool.close();
   rmSync(dir, { recursive: true, force: true });
@@ -81,6 +83,21 @@ t.test('progress reported in a thread reaches the caller in order', async (t) =>
   t.same(calls, [[1, 5], [2, 5], [3, 5], [4, 5], [5, 5]]);
 });
 
+t.test('progress steps closer together than progressEveryMs are not forwarded, the last one always is', async (t) => {
+  const spaced = new PoolExecutor(settings, { threads: 1, taskTimeoutMs: 60_000, allowTestModules: true, progressEveryMs: 3_600_000 });
+  t.teardown(() => spaced.close());
+  const calls: Array<[number, number]> = [];
+  const r = await spaced.run(stub('progress'), live(), (done, total) => calls.push([done, total]));
+  t.equal(r.outputs[0]!.content, 'done');
+  t.same(calls, [[5, 5]], 'the four steps within the hour after the start are dropped');
+  const report = await buildReportPdf(dir);
+  const pdf = await spaced.run({ kind: 'pdf', path: report, name: 'report.pdf', options: { formats: ['markdown'] } }, live(),
+    (done, total) => calls.push([done, total]));
+  t.equal(pdf.pageCount, 3, 'a document of three pages');
+  t.match(pdf.outputs[0]!.content, REPORT.page2Sentence);
+  t.same(calls.slice(1), [[pdf.pageCount, pdf.pageCount]], 'a real conversion\'s pages arrive as its last step alone');
+});
+
 t.test('a converter that throws fails only its own task, with its own error', async (t) => {
   const [api, plain, fine] = await Promise.allSettled([
     pool.run(stub('throws', 'api'), live()),
@@ -101,7 +118,7 @@ t.test('a converter that throws fails only its own task, with its own error', as
 });
 
 t.test('a task that busy-loops fails at the time limit and its thread is replaced', async (t) => {
-  const limited = new PoolExecutor(settings, { threads: 2, taskTimeoutMs: 1500, highWaterMark: 2, allowTestModules: true });
+  const limited = new PoolExecutor(settings, { threads: 2, taskTimeoutMs: 1500, highWaterMark: 2, allowTestModules: true, progressEveryMs: 0 });
   t.teardown(() => limited.close());
   let hungThread = 0;
   const began = Date.now();
@@ -138,7 +155,7 @@ t.test('queued() counts waiting tasks, saturated() turns on at the high-water ma
   t.notOk(held.saturated());
   const dropped = new AbortController();
   const waiting = [slow(), held.run(stub('counter'), dropped.signal)];
-  for (let i = 0; i < 3000 && held.queued() < 2; i++) await sleep(10); // run() makes a scratch directory first
+  for (let i = 0; i < 3000 && held.queued() < 2; i++) await sleep(10);
   t.equal(held.queued(), 2);
   t.ok(held.saturated());
   dropped.abort();
