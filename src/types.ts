@@ -61,6 +61,9 @@ export interface StagedSource {
   bytes: number;
   /** A Markdown render source sent inline in JSON: kept in memory, never staged on disk. */
   data?: Buffer;
+  /** The staged file's first bytes as they were received (up to PEEK_BYTES), so planning
+   *  sniffs them without opening the file again. */
+  head?: Buffer;
 }
 
 export interface ConvertRequest {

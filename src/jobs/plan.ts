@@ -42,7 +42,8 @@ export async function planSources(ctx: Planning, req: ConvertRequest, track: Tra
   }
   const out: PlannedEstimate[] = [];
   for (const s of req.sources) {
-    const peek = s.data ? peekBytes(s.data, s.name, s.mime) : await peekFile(s.path, s.name, s.mime);
+    const held = s.data ?? s.head;
+    const peek = held ? peekBytes(held, s.name, s.mime) : await peekFile(s.path, s.name, s.mime);
     let conv: Converter | undefined;
     let count: Count | undefined;
     // A converter's count may find the mismatch too (a workbook renamed .docx).

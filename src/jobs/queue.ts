@@ -14,6 +14,9 @@ export interface JobRow {
   source_id: string;
   account_id: string;
   attempts: number;
+  /** Set (not stored) on the jobs claimed by id: the process that made them placed their
+   *  sources' blobs before starting them (jobs/persist.ts), so none is still in pending/. */
+  placed?: true;
 }
 
 /** Seconds a claim lasts without renewal (JOB_LEASE_S, for tests and tuning). */

@@ -69,9 +69,10 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
   let converting = false;
   let staged: Pending[] = [];
   // The source waits in pending/ for a moment after its commit (or, after a crash there, until
-  // the pending sweep places it): try again later rather than fail the document.
+  // the pending sweep places it): try again later rather than fail the document. A job started
+  // by the process that placed its source skips the look (a trip through libuv's threads).
   const blob = c.blob as string;
-  if (!(await ctx.blobs.exists(blob)) && (await ctx.blobs.isPending(blob))) {
+  if (!job.placed && !(await ctx.blobs.exists(blob)) && (await ctx.blobs.isPending(blob))) {
     await handBack(ctx.sql, ctx.runner.owner, [job.id]).catch(() => {});
     return;
   }

@@ -56,7 +56,7 @@ export class JobRunner {
   async claimNow(ids: string[]): Promise<Array<{ id: string; done: Promise<JobOutcome | undefined> }>> {
     if (this.stopping) return [];
     const jobs = await claimByIds(this.sql, this.owner, ids);
-    return jobs.map((j) => ({ id: j.id, done: this.start1(j) }));
+    return jobs.map((j) => ({ id: j.id, done: this.start1({ ...j, placed: true }) }));
   }
 
   /** Aborts this process's running jobs of a conversion (it was deleted). */

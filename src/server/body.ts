@@ -3,11 +3,12 @@
 // disk catches up. Nothing is buffered past its cap: an oversized body is refused from its
 // Content-Length, or the moment its running total passes the cap.
 import { createWriteStream, mkdirSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { removeFile } from '../store/blobs.js';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import busboy from 'busboy';
 import { ApiError } from '../errors.js';
+import { PEEK_BYTES } from '../converters/registry.js';
 import type { BodyReader } from './body-reader.js';
 import { onCleanup, type Ctx } from './respond.js';
 
@@ -16,12 +17,16 @@ function bodyOf(ctx: Ctx): BodyReader {
   return ctx.body;
 }
 
+const EMPTY = Buffer.alloc(0);
+
 export interface UploadedFile {
   field: string;
   name: string;
   mime: string;
   path: string;
   bytes: number;
+  /** The first bytes of the file (up to PEEK_BYTES), kept as they went by. */
+  head: Buffer;
 }
 
 export interface MultipartBody {
@@ -123,7 +128,7 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
     let ended = false;
     const tempPaths: string[] = [];
     const writers: Array<{ destroy(): void }> = [];
-    onCleanup(ctx, () => Promise.all(tempPaths.map((p) => rm(p, { force: true }))));
+    onCleanup(ctx, () => Promise.all(tempPaths.map(removeFile)));
 
     const fail = (err: unknown): void => {
       if (settled) return;
@@ -154,12 +159,15 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
     parser.on('file', (field, stream, info) => {
       const target = path.join(dir, `up_${randomBytes(12).toString('hex')}`);
       tempPaths.push(target);
-      const file: UploadedFile = { field, name: safeName(info.filename), mime: info.mimeType, path: target, bytes: 0 };
+      const file: UploadedFile = { field, name: safeName(info.filename), mime: info.mimeType, path: target, bytes: 0, head: EMPTY };
       files.push(file);
       pendingWrites++;
       const out = createWriteStream(target);
       writers.push(out);
-      stream.on('data', (d: Buffer) => { file.bytes += d.length; });
+      stream.on('data', (d: Buffer) => {
+        if (file.head.length < PEEK_BYTES) file.head = Buffer.concat([file.head, d.subarray(0, PEEK_BYTES - file.head.length)]);
+        file.bytes += d.length;
+      });
       stream.on('limit', () => fail(tooLarge(limits.maxBytes)));
       // Destroying the parser (client gone, limit hit) errors its file streams: already handled.
       stream.on('error', (e) => fail(new ApiError('invalid_request', `Bad multipart body: ${e.message}`)));

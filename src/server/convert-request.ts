@@ -1,7 +1,8 @@
 // Turns a convert (or estimate) request — JSON or multipart — into staged sources on disk and
 // validated options. Strict: an unknown field, a wrong type or an option the endpoint does not
 // take is a 400 naming the field, never silently ignored.
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
+import { removeFile } from '../store/blobs.js';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { OCR_LANGUAGES } from '../converters/shared/ocr-languages.js';
@@ -185,7 +186,7 @@ export async function fromJson(ctx: Ctx, kind: ConverterKind, body: unknown, tmp
       continue;
     }
     const p = path.join(tmpDir, `in_${randomBytes(12).toString('hex')}`);
-    onCleanup(ctx, () => rm(p, { force: true }));
+    onCleanup(ctx, () => removeFile(p));
     await writeFile(p, inline[i]!, 'utf8');
     const name = kind === 'url' ? urlName(inline[i]!) : `input-${i + 1}${ext?.ext ?? ''}`;
     req.sources.push({ name, mime: ext?.mime, path: p, bytes: Buffer.byteLength(inline[i]!) });
@@ -202,7 +203,7 @@ export function fromMultipart(kind: ConverterKind, mp: MultipartBody): ConvertRe
   }
   const req: ConvertRequest = {
     kind,
-    sources: mp.files.map((f) => ({ name: f.name, mime: f.mime, path: f.path, bytes: f.bytes })),
+    sources: mp.files.map((f) => ({ name: f.name, mime: f.mime, path: f.path, bytes: f.bytes, head: f.head })),
     ...common(kind, fields),
   };
   return finalCheck(req);

@@ -6,7 +6,7 @@
 // nor removed, and a failure is reported only once the file is closed, so the caller can hand
 // the region to another writer as soon as it hears of it.
 import { createWriteStream, mkdirSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { removeFile } from '../store/blobs.js';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { ApiError, storageError } from '../errors.js';
@@ -54,10 +54,10 @@ export function readToFile(ctx: Ctx, target: string, limit: number, tooLarge: ()
         return;
       }
       out.destroy();
-      rm(target, { force: true }).catch(() => {});
+      removeFile(target).catch(() => {});
       reject(err);
     };
-    if (!at) onCleanup(ctx, () => rm(target, { force: true }));
+    if (!at) onCleanup(ctx, () => removeFile(target));
     onCleanup(ctx, () => fail(new ApiError('invalid_request', 'The client went away.')));
     out.on('error', (e) => fail(storageError(e, 'writing the part')));
     out.on('drain', () => {

@@ -10,7 +10,7 @@
 // removed when it does not. A pending entry is `<encoded name>~<token>`: one per attempt, so two
 // attempts at the same blob never touch each other's file.
 import { mkdirSync } from 'node:fs';
-import { readdir, rename, rm, stat, writeFile, copyFile } from 'node:fs/promises';
+import { readdir, rename, rm, stat, unlink, writeFile, copyFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -174,6 +174,16 @@ export class Blobs {
     const prefix = `${encodeURIComponent(name)}~`;
     return (await readdir(this.pendingDir).catch(() => [] as string[])).some((e) => e.startsWith(prefix));
   }
+}
+
+/**
+ * Removes a file that may be gone already (a received file its request moved into the store):
+ * one unlink, where rm with `force` looks at the path first, each a trip through libuv's threads.
+ */
+export async function removeFile(file: string): Promise<void> {
+  await unlink(file).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
 }
 
 /** A rename, or a copy and remove across file systems (a temp dir elsewhere). */

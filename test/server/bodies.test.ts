@@ -119,6 +119,31 @@ t.test('request bodies', async (t) => {
     t.same(left, [], 'DATA_DIR/tmp is empty');
   });
 
+  await t.test('a file is sniffed by its first bytes as they arrived, across the pieces they came in', async (t) => {
+    // Text with a NUL 5,000 bytes in is not text (415); without it, it converts. The body is
+    // sent in pieces of 1,000 bytes a moment apart: the first bytes kept while the file streams
+    // to disk must hold every piece up to the sniff's 8 KiB, not the first one alone.
+    const send = async (file: Buffer): Promise<string> => {
+      const part = Buffer.from('--pieces\r\ncontent-disposition: form-data; name="file"; filename="notes.txt"\r\ncontent-type: text/plain\r\n\r\n');
+      const body = Buffer.concat([part, file, Buffer.from('\r\n--pieces--\r\n')]);
+      return rawRequest(port, `POST /v1/convert/text HTTP/1.1\r\nhost: x\r\n${auth}connection: close\r\ncontent-type: multipart/form-data; boundary=pieces\r\ncontent-length: ${body.length}\r\n\r\n`, async (s) => {
+        for (let at = 0; at < body.length; at += 1000) {
+          await writeAsync(s, body.subarray(at, at + 1000));
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      });
+    };
+    const text = Buffer.alloc(6000, 0x61);
+    const binary = Buffer.from(text);
+    binary[5000] = 0;
+    const refused = await send(binary);
+    t.match(refused, /^HTTP\/1\.1 415/, 'the NUL past the first pieces is seen');
+    t.match(refused, /input_format_mismatch/);
+    const converted = await send(text);
+    t.match(converted, /^HTTP\/1\.1 200/);
+    t.match(converted, /a{6000}/, 'and the text converts whole');
+  });
+
   await t.test('the server keeps serving after all that', async (t) => {
     const res = await w.req('POST', '/v1/convert/text', { json: { text: 'still here' } });
     t.equal(res.status, 200);
