@@ -150,6 +150,8 @@ export interface RunResult {
   /** ConvertResult.units: the priced units converted, when the converter knows them exactly. */
   units?: number;
   variant: 'standard' | 'ai_enhanced';
+  /** The outputs (by index) a pool thread wrote to the paths of Task.stage. */
+  staged?: number[];
 }
 
 const OUTPUT_MIME: Record<OutputFormat, string> = {

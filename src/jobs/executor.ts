@@ -17,6 +17,10 @@ export interface Task {
   options: ConvertOptions;
   /** The file's first bytes when the caller read them already (in-thread runs only). */
   peek?: Peek;
+  /** Where a pool thread writes each output (by index) of over `over` bytes, and says so in
+   *  RunResult.staged: the caller's blob store would otherwise write it from its event loop, a
+   *  trip through libuv's threads for each of open, write and close. In-thread runs ignore it. */
+  stage?: { paths: string[]; over: number };
 }
 
 export interface ExecutorSettings {

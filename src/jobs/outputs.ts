@@ -26,9 +26,16 @@ export async function placedForReading(blobs: Blobs, blob: string, fileId: strin
   return where;
 }
 
-/** The output rows of a source; outputs too large to keep in their row are staged in pending/. */
+/** The pending/ places a pool thread may write a source's outputs to (Task.stage): one per
+ *  format asked for, under the names outputFiles gives them. */
+export function outputStage(blobs: Blobs, accountId: string, sourceId: string, formats: number): Pending[] {
+  return Array.from({ length: formats }, (_, k) => blobs.pendingEntry(blobs.nameFor(accountId, `${sourceId}.out${k}`)));
+}
+
+/** The output rows of a source; outputs too large to keep in their row are staged in pending/
+ *  (by a pool thread already, when `stage` holds the places it wrote: RunResult.staged). */
 export async function outputFiles(ctx: Pick<ConversionContext, 'blobs'>, accountId: string, s: PlannedSource, index: number,
-  result: RunResult): Promise<{ files: NewFile[]; staged: Pending[] }> {
+  result: RunResult, stage: Pending[] = []): Promise<{ files: NewFile[]; staged: Pending[] }> {
   const base = s.name.replace(/\.[A-Za-z0-9]{1,8}$/, '') || 'document';
   const files: NewFile[] = [];
   const staged: Pending[] = [];
@@ -40,7 +47,9 @@ export async function outputFiles(ctx: Pick<ConversionContext, 'blobs'>, account
     // Named after the source and the output's place, not the row's id: whichever run of a job
     // records its outcome, the blob has the one name its row gives.
     if (bytes > ROW_CONTENT_BYTES) blob = ctx.blobs.nameFor(accountId, `${s.id}.out${k}`);
-    if (blob) {
+    if (blob && result.staged?.includes(k) && stage[k]?.name === blob) {
+      staged.push(stage[k]!);
+    } else if (blob) {
       try {
         staged.push(await ctx.blobs.stageContent(blob, o.content));
       } catch (err) {

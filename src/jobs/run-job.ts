@@ -15,9 +15,9 @@ import { finishSource } from './finish.js';
 import type { ConvertRequest } from '../types.js';
 import { completeJob, handBack, recordedStatus, setProgress, LEASE_S, MAX_ATTEMPTS, type JobRow } from './queue.js';
 import {
-  INLINE_RENDER_BYTES, renderableInline, type ConversionContext, type FetchedSource, type JobOutcome, type PlannedSource,
+  INLINE_RENDER_BYTES, ROW_CONTENT_BYTES, renderableInline, type ConversionContext, type FetchedSource, type JobOutcome, type PlannedSource,
 } from './context.js';
-import { outputFiles } from './outputs.js';
+import { outputFiles, outputStage } from './outputs.js';
 import { tellGate } from './settle.js';
 
 const PROGRESS_EVERY_MS = 500;
@@ -98,13 +98,16 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
     const task = fetched
       ? { kind: fetched.kind, options: { ...options, baseUrl: fetched.url } }
       : { kind, options };
+    // A pool thread writes the large outputs to pending/ itself (Task.stage).
+    const stage = small ? [] : outputStage(ctx.blobs, conv.accountId, source.id, options.formats.length);
     converting = true;
     const result = await (small ? ctx.inline : ctx.executor).run(
-      { ...task, path: file, name: source.name, mime: source.mime }, signal, onProgress,
+      { ...task, path: file, name: source.name, mime: source.mime, stage: { paths: stage.map((p) => p.path), over: ROW_CONTENT_BYTES } },
+      signal, onProgress,
     );
     converting = false;
     const index = Math.floor(Number(c.position) / 8);
-    const out = await outputFiles(ctx, conv.accountId, source, index, result);
+    const out = await outputFiles(ctx, conv.accountId, source, index, result, stage);
     staged = out.staged;
     const credits = chargeFor(kind, fetched?.kind, result, options, source.credits);
     status = await record({ outputs: out.files, pages: result.pageCount, credits });

@@ -16,11 +16,11 @@
 // - cancellation and the time limit terminate the thread (pool.ts), so the signal handed to the
 //   converters here never fires.
 import { isMainThread, threadId, workerData, type MessagePort } from 'node:worker_threads';
-import { mkdirSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ApiError, serializeError as serialize, type SerializedError } from '../errors.js';
+import { ApiError, serializeError as serialize, storageError, type SerializedError } from '../errors.js';
 import { peekFileSync, type RunResult } from '../converters/registry.js';
 import { countTask, runTask, type ExecutorSettings, type Task } from '../jobs/executor.js';
 import type { Count } from '../converters/types.js';
@@ -139,6 +139,7 @@ export default async function handle(req: WorkerRequest | CountRequest): Promise
     const result = req.testModule
       ? await runTestModule(req.testModule, task, progress)
       : await runTask(task, peekFileSync(task.path, task.name, task.mime), req.settings, quietSignal, progress, watchChild, scratch);
+    if (task.stage) result.staged = stageOutputs(result, task.stage);
     return { ok: true, result };
   } catch (err) {
     return { ok: false, error: serialize(err) };
@@ -146,6 +147,23 @@ export default async function handle(req: WorkerRequest | CountRequest): Promise
     post({ type: 'end', cleaned: removed(scratch) });
     port.close();
   }
+}
+
+/** Writes the outputs over `over` bytes to their paths (Task.stage); on a failure none is left. */
+function stageOutputs(result: RunResult, stage: NonNullable<Task['stage']>): number[] {
+  const written: number[] = [];
+  try {
+    result.outputs.forEach((o, k) => {
+      const file = stage.paths[k];
+      if (file === undefined || Buffer.byteLength(o.content) <= stage.over) return;
+      writeFileSync(file, o.content);
+      written.push(k);
+    });
+  } catch (err) {
+    for (const k of written) rmSync(stage.paths[k]!, { force: true });
+    throw storageError(err, 'writing an output');
+  }
+  return written;
 }
 
 function removed(dir: string): boolean {

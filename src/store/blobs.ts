@@ -70,7 +70,8 @@ export class Blobs {
     await Promise.all(names.map((n) => rm(this.pathOf(n), { force: true })));
   }
 
-  private pendingEntry(name: string): Pending {
+  /** A new place in pending/ for blob `name` (nothing is written). */
+  pendingEntry(name: string): Pending {
     this.pathOf(name); // refuses a name that escapes the store
     return { name, path: path.join(this.pendingDir, `${encodeURIComponent(name)}~${randomBytes(6).toString('hex')}`) };
   }

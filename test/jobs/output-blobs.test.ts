@@ -2,9 +2,9 @@
 // 1 MiB): in the answer built from what was stored, in a GET, in an idempotent replay. Outputs up
 // to 4 KiB stay in their rows.
 import t from 'tap';
-import { existsSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
-import { startWorld, storeModes } from '../helpers/world.js';
+import { oneMode, startWorld, storeModes } from '../helpers/world.js';
 
 interface FileJ { id: string; role: string; format?: string; bytes: number; content: string | null }
 interface ConvJ { id: string; status: string; files: FileJ[] }
@@ -78,5 +78,24 @@ for (const mode of storeModes()) {
       t.equal(got.files.find((f) => f.id === md.id)!.content, md.content);
       t.ok(existsSync(path.join(blobsDir, blob)));
     });
+  });
+}
+
+for (const mode of oneMode()) {
+  t.test(`outputs a pool thread writes to pending/ itself (${mode})`, async (t) => {
+    const w = await startWorld(mode, {}, { pool: true });
+    t.teardown(() => w.close());
+    const text = `${Array.from({ length: 1500 }, (_, i) => `word${i}`).join(' ')}\n`;
+    const fd = new FormData();
+    fd.append('file', new Blob([text]), 'notes.txt');
+    const res = await w.req('POST', '/v1/convert/text', { body: fd });
+    t.equal(res.status, 200);
+    const conv = await res.json() as ConvJ;
+    const md = conv.files.find((f) => f.role === 'output' && f.format === 'markdown')!;
+    t.match(md.content, /^word0 word1 .* word1499\n$/, 'the answer shows the whole output');
+    const [row] = await w.db.sql`select content, blob from files where id = ${md.id}`;
+    t.equal(row!.content, null, 'not in its row');
+    t.equal(readFileSync(path.join(w.dataDir, 'blobs', row!.blob as string), 'utf8'), md.content, 'its blob, placed, holds it');
+    t.same(readdirSync(path.join(w.dataDir, 'pending')), [], 'nothing is left in pending/');
   });
 }

@@ -3,7 +3,7 @@
 // TypeScript loading in threads under both ways the project starts.
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -96,6 +96,27 @@ t.test('progress steps closer together than progressEveryMs are not forwarded, t
   t.equal(pdf.pageCount, 3, 'a document of three pages');
   t.match(pdf.outputs[0]!.content, REPORT.page2Sentence);
   t.same(calls.slice(1), [[pdf.pageCount, pdf.pageCount]], 'a real conversion\'s pages arrive as its last step alone');
+});
+
+t.test('a thread writes the outputs over the stage\'s size to the paths it was given, and says which', async (t) => {
+  const text = `${'staged words '.repeat(300)}\n`;
+  const task = (stage: { paths: string[]; over: number }): PoolTask =>
+    ({ kind: 'text', path: doc(text), name: 'notes.txt', options: { formats: ['markdown', 'text'] }, stage });
+  const dest = mkdtempSync(path.join(os.tmpdir(), 'docpipe-stage-'));
+  t.teardown(() => rmSync(dest, { recursive: true, force: true }));
+  const [md, txt] = [path.join(dest, 'out0'), path.join(dest, 'out1')];
+  const big = await pool.run(task({ paths: [md, txt], over: 1000 }), live());
+  t.same(big.staged, [0, 1], 'both outputs are over 1,000 bytes');
+  t.equal(readFileSync(md, 'utf8'), big.outputs[0]!.content, 'the Markdown, as returned');
+  t.equal(readFileSync(txt, 'utf8'), big.outputs[1]!.content, 'the text, as returned');
+  rmSync(md);
+  rmSync(txt);
+  const small = await pool.run(task({ paths: [md, txt], over: 100_000 }), live());
+  t.same(small.staged, [], 'none is over 100,000 bytes');
+  t.same(readdirSync(dest), [], 'and nothing is written');
+  await t.rejects(pool.run(task({ paths: [md, path.join(dest, 'missing', 'out1')], over: 1000 }), live()),
+    { name: 'ApiError', code: 'conversion_unavailable' }, 'a write that fails fails the task');
+  t.same(readdirSync(dest), [], 'and takes back what was written before it');
 });
 
 t.test('a converter that throws fails only its own task, with its own error', async (t) => {
