@@ -66,7 +66,6 @@ export type TestRunner = (task: Task, ctx: { signal: AbortSignal; progress(done:
  */
 export const WORKER_NICE_INCREMENT = 10;
 
-/** The pool's `nice` option (config WORKER_NICE; 0 keeps the threads at the process's priority). */
 /** Progress messages of a task at most this often, when the pool does not say (workerData). */
 export const PROGRESS_EVERY_MS = 200;
 
@@ -75,6 +74,7 @@ function progressEvery(): number {
   return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : PROGRESS_EVERY_MS;
 }
 
+/** The pool's `nice` option (config WORKER_NICE; 0 keeps the threads at the process's priority). */
 function niceIncrement(): number {
   const n = (workerData as { nice?: number } | undefined)?.nice;
   return typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 19 ? n : WORKER_NICE_INCREMENT;
@@ -156,8 +156,8 @@ function stageOutputs(result: RunResult, stage: NonNullable<Task['stage']>): num
     result.outputs.forEach((o, k) => {
       const file = stage.paths[k];
       if (file === undefined || Buffer.byteLength(o.content) <= stage.over) return;
+      written.push(k); // before the write: a write that fails part-way leaves a file too
       writeFileSync(file, o.content);
-      written.push(k);
     });
   } catch (err) {
     for (const k of written) rmSync(stage.paths[k]!, { force: true });
