@@ -74,8 +74,7 @@ export function peekFileSync(path: string, name: string, mime?: string): Peek {
   const fd = openSync(path, 'r');
   try {
     const buf = Buffer.alloc(PEEK_BYTES);
-    const bytesRead = readSync(fd, buf, 0, PEEK_BYTES, 0);
-    return { bytes: buf.subarray(0, bytesRead), name, mime };
+    return peekBytes(buf.subarray(0, readSync(fd, buf, 0, PEEK_BYTES, 0)), name, mime);
   } finally {
     closeSync(fd);
   }
@@ -86,7 +85,7 @@ export async function peekFile(path: string, name: string, mime?: string): Promi
   try {
     const buf = Buffer.alloc(PEEK_BYTES);
     const { bytesRead } = await fh.read(buf, 0, PEEK_BYTES, 0);
-    return { bytes: buf.subarray(0, bytesRead), name, mime };
+    return peekBytes(buf.subarray(0, bytesRead), name, mime);
   } finally {
     await fh.close();
   }

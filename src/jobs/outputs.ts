@@ -29,7 +29,14 @@ export async function placedForReading(blobs: Blobs, blob: string, fileId: strin
 /** The pending/ places a pool thread may write a source's outputs to (Task.stage): one per
  *  format asked for, under the names outputFiles gives them. */
 export function outputStage(blobs: Blobs, accountId: string, sourceId: string, formats: number): Pending[] {
-  return Array.from({ length: formats }, (_, k) => blobs.pendingEntry(blobs.nameFor(accountId, `${sourceId}.out${k}`)));
+  return Array.from({ length: formats }, (_, k) => blobs.pendingEntry(outputBlob(blobs, accountId, sourceId, k)));
+}
+
+/** The blob name of a source's output `k`: named after the source and the output's place, not the
+ *  row's id, so that whichever run of a job records its outcome, the blob has the one name its
+ *  row gives. */
+function outputBlob(blobs: Blobs, accountId: string, sourceId: string, k: number): string {
+  return blobs.nameFor(accountId, `${sourceId}.out${k}`);
 }
 
 /** The output rows of a source; outputs too large to keep in their row are staged in pending/
@@ -44,10 +51,8 @@ export async function outputFiles(ctx: Pick<ConversionContext, 'blobs'>, account
     const id = newId('file');
     const bytes = Buffer.byteLength(o.content);
     let blob: string | null = null;
-    // Named after the source and the output's place, not the row's id: whichever run of a job
-    // records its outcome, the blob has the one name its row gives.
-    if (bytes > ROW_CONTENT_BYTES) blob = ctx.blobs.nameFor(accountId, `${s.id}.out${k}`);
-    if (blob && result.staged?.includes(k) && stage[k]?.name === blob) {
+    if (bytes > ROW_CONTENT_BYTES) blob = outputBlob(ctx.blobs, accountId, s.id, k);
+    if (blob && result.staged?.includes(k) && stage[k]) {
       staged.push(stage[k]!);
     } else if (blob) {
       try {

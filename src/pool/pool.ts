@@ -31,7 +31,7 @@ export interface PoolOptions {
   nice?: number;
   /** Queue length at which `saturated()` turns true; default threads × 4. */
   highWaterMark?: number;
-  /** Progress messages of a task at most this often (worker.ts PROGRESS_EVERY_MS by default);
+  /** Progress messages of a task at most this often (worker.ts PROGRESS_MESSAGE_EVERY_MS by default);
    *  the last step of a conversion always comes. */
   progressEveryMs?: number;
   /** TEST ONLY: honour `testModule` in tasks (see worker.ts). */

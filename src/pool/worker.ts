@@ -20,7 +20,7 @@ import { mkdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ApiError, serializeError as serialize, storageError, type SerializedError } from '../errors.js';
+import { serializeError as serialize, storageError, type SerializedError } from '../errors.js';
 import { peekFileSync, type RunResult } from '../converters/registry.js';
 import { countTask, runTask, type ExecutorSettings, type Task } from '../jobs/executor.js';
 import type { Count } from '../converters/types.js';
@@ -67,11 +67,11 @@ export type TestRunner = (task: Task, ctx: { signal: AbortSignal; progress(done:
 export const WORKER_NICE_INCREMENT = 10;
 
 /** Progress messages of a task at most this often, when the pool does not say (workerData). */
-export const PROGRESS_EVERY_MS = 200;
+export const PROGRESS_MESSAGE_EVERY_MS = 200;
 
 function progressEvery(): number {
   const ms = (workerData as { progressEveryMs?: number } | undefined)?.progressEveryMs;
-  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : PROGRESS_EVERY_MS;
+  return typeof ms === 'number' && Number.isFinite(ms) && ms >= 0 ? ms : PROGRESS_MESSAGE_EVERY_MS;
 }
 
 /** The pool's `nice` option (config WORKER_NICE; 0 keeps the threads at the process's priority). */

@@ -21,6 +21,8 @@ import { LocalGate } from '../../src/billing/local-gate.js';
 import { InlineExecutor, type Executor, type Task } from '../../src/jobs/executor.js';
 import type { RunResult } from '../../src/converters/registry.js';
 import { seedEmbedded } from './embedded-template.js';
+import { insertConversion } from '../../src/store/conversions.js';
+import { newId } from '../../src/store/ids.js';
 
 export type Mode = 'postgres' | 'embedded';
 export const MODES: Mode[] = (process.env.DOCPIPE_TEST_MODES?.split(',') as Mode[] | undefined) ?? ['postgres', 'embedded'];
@@ -79,6 +81,27 @@ export interface World {
 }
 
 /** Drops a test's schema on the machine's Postgres (with a connection of its own). */
+/** A Postgres store of a test's own (a new schema and data directory, both gone at teardown),
+ *  with `max` connections, for tests of the store's functions without a server. */
+export async function ownStore(t: { teardown(fn: () => Promise<void>): void }, label: string, max: number): Promise<Db> {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), `docpipe-${label}-`));
+  const db = await openDb({ databaseUrl: PG_URL, schema, dataDir, max });
+  t.teardown(async () => { await db.close(); await dropSchema(schema); rmSync(dataDir, { recursive: true, force: true }); });
+  return db;
+}
+
+/** Stores a conversion of one PDF source (no job, no credits) with its source in `status`. */
+export async function insertOnePdf(sql: Db['sql'], accountId: string, status: 'queued' | 'running'): Promise<{ id: string; sourceId: string }> {
+  const id = newId('conv');
+  const sourceId = newId('file');
+  await insertConversion(sql, {
+    id, accountId, name: 'a.pdf', endpoint: 'pdf', operation: 'parse', options: {}, metadata: null,
+    store: false, createdAt: new Date(), expiresAt: null, creditsReserved: 0,
+  }, [{ id: sourceId, position: 0, role: 'source', name: 'a.pdf', mime: 'application/pdf', status, bytes: 1 }]);
+  return { id, sourceId };
+}
+
 export async function dropSchema(schema: string): Promise<void> {
   const sql = postgres(PG_URL, { max: 1, onnotice: () => {} });
   try {

@@ -3,32 +3,20 @@
 // (another process holds the job now) must leave nothing behind: no output rows, the source and
 // the conversion as they were, no terminal callback, and the connection usable afterwards. A job
 // whose conversion was deleted meanwhile is refused, not failed, though its writes then fail.
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import t from 'tap';
-import { openDb, type Sql } from '../../src/store/db.js';
+import type { Sql } from '../../src/store/db.js';
 import { createAccount } from '../../src/store/accounts.js';
-import { deleteConversionRows, insertConversion, recordSourceOutcome, type NewFile } from '../../src/store/conversions.js';
+import { deleteConversionRows, recordSourceOutcome, type NewFile } from '../../src/store/conversions.js';
 import { newId } from '../../src/store/ids.js';
-import { dropSchema, PG_URL } from '../helpers/world.js';
+import { insertOnePdf, ownStore } from '../helpers/world.js';
 
 t.test('an outcome refused by its guard writes nothing', async (t) => {
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-record-outcome-'));
   // Two connections: a reserved one that were never handed back would stall the second test.
-  const db = await openDb({ databaseUrl: PG_URL, schema, dataDir, max: 2 });
-  t.teardown(async () => { await db.close(); await dropSchema(schema); rmSync(dataDir, { recursive: true, force: true }); });
+  const db = await ownStore(t, 'record-outcome', 2);
   const account = await createAccount(db.sql, { name: 'record-outcome', plan: 'pro' });
 
   const conversion = async () => {
-    const id = newId('conv');
-    const sourceId = newId('file');
-    await insertConversion(db.sql, {
-      id, accountId: account.id, name: 'a.pdf', endpoint: 'pdf', operation: 'parse', options: {}, metadata: null,
-      store: false, createdAt: new Date(), expiresAt: null, creditsReserved: 0,
-    }, [{ id: sourceId, position: 0, role: 'source', name: 'a.pdf', mime: 'application/pdf', status: 'running', bytes: 1 }]);
+    const { id, sourceId } = await insertOnePdf(db.sql, account.id, 'running');
     return { conv: { id, accountId: account.id, expiresAt: null }, sourceId };
   };
   const output = (sourceId: string): NewFile => ({
