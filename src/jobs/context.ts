@@ -14,6 +14,7 @@ import type { ConversionRow, FileRow, NewFile, RolledUp } from '../store/convers
 import type { Problem } from '../errors.js';
 import type { Executor } from './executor.js';
 import type { GroupCommit } from './group-commit.js';
+import type { JobRow } from './queue.js';
 
 /** The service's dependencies and parts, handed to each of its steps. */
 export interface ConversionContext {
@@ -52,9 +53,11 @@ export interface JobOutcome {
 export interface JobStarter {
   /** The lease owner the process's runner claims jobs as. */
   readonly owner: string;
-  /** Claims and starts these jobs now if there is room; a promise per job started, settled
-   *  when it ends with what it recorded. */
-  runNow(ids: string[]): Promise<Array<Promise<JobOutcome | undefined>>>;
+  /** Whether jobs committed now should be claimed for this runner: false once it is stopping. */
+  claims(): boolean;
+  /** Starts these jobs, committed claimed by `owner`; a promise per job started, settled when
+   *  it ends with what it recorded. */
+  runClaimed(jobs: JobRow[]): Promise<Array<Promise<JobOutcome | undefined>>>;
   abortConversion(conversionId: string): void;
 }
 

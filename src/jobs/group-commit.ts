@@ -34,6 +34,7 @@ import { insertClaims, monthlyLimit, THIS_MONTH, type IdempotencyClaimRow } from
 import { atOnce, type Sql } from '../store/db.js';
 import { isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
+import { insertJobs, type NewJob } from './queue.js';
 
 /** Thrown (or a member refused with it) when another request holds the Idempotency-Key. */
 export class KeyTaken extends Error {}
@@ -50,8 +51,9 @@ export interface GroupedConversion {
   claim?: { endpoint: string; key: string; fingerprint: string };
   /** Credits the gate reserved for it: its reserve row in the ledger. */
   reserved?: number;
-  /** One durable job per source to convert, committed with the conversion. */
-  jobs?: Array<{ id: string; sourceId: string }>;
+  /** One durable job per source to convert, committed with the conversion (claimed in its
+   *  insert by the runner that starts it, or queued). */
+  jobs?: NewJob[];
 }
 
 /** The name the renders' callers knew it by. */
@@ -253,16 +255,14 @@ function claimRowOf(c: GroupedConversion): IdempotencyClaimRow {
 function writes(t: Sql, admitted: GroupedConversion[]) {
   const files = admitted.flatMap((c) => c.files.map((f) => fileValues(t, c.row, f)));
   const reserves = admitted.filter((c) => c.reserved !== undefined);
-  const jobs = admitted.flatMap((c) => (c.jobs ?? []).map((j) => ({
-    id: j.id, conversion_id: c.row.id, source_id: j.sourceId, account_id: c.row.account_id,
-  })));
+  const jobs = admitted.flatMap((c) => c.jobs ?? []);
   return [
     t`insert into conversions ${t(admitted.map((c) => conversionValues(t, c.row)))}`,
     ...(files.length > 0 ? [t`insert into files ${t(files)}`] : []),
     ...(reserves.length > 0 ? [t`insert into ledger (account_id, conversion_id, kind, amount)
       select a, c, 'reserve', -n from unnest(${t.array(reserves.map((c) => c.row.account_id))}::text[],
         ${t.array(reserves.map((c) => c.row.id))}::text[], ${t.array(reserves.map((c) => c.reserved!))}::int[]) as r(a, c, n)`] : []),
-    ...(jobs.length > 0 ? [t`insert into jobs ${t(jobs)}`] : []),
+    ...(jobs.length > 0 ? [insertJobs(t, jobs)] : []),
   ];
 }
 

@@ -30,6 +30,7 @@ import {
 import { reasonUpFront } from './wait.js';
 import { outputFiles } from './outputs.js';
 import { tellGate } from './settle.js';
+import { claimedRow, insertJobs, type NewJob } from './queue.js';
 
 export { KeyTaken };
 
@@ -53,9 +54,6 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
       fetched: s.fetched, failure: s.failure,
     };
   });
-  // A URL whose fetch failed at admission, or a source of the wrong type, has nothing to
-  // convert: it gets no job.
-  const jobs = sources.flatMap((s) => (s.failure ? [] : [{ id: newId('job'), sourceId: s.id }]));
   const conv = { id: conversionId, accountId: p.accountId, expiresAt };
   // A conversion with a failed source is settled in its insert, in a transaction of its own;
   // every other one joins the group commit.
@@ -64,6 +62,13 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
   const pdfPages = sources.reduce((a, s) => a + (!s.failure && (s.fetched?.kind ?? req.kind) === 'pdf' ? s.count.pages : 0), 0);
   // The pool is past its high-water mark: the jobs wait in the table for a free place.
   const capacity = !rendered && !isRender(req.kind) && ctx.executor.saturated?.() === true;
+  // A URL whose fetch failed at admission, or a source of the wrong type, has nothing to
+  // convert: it gets no job. The others are claimed by this process's runner in their insert,
+  // unless they wait for capacity (or the runner is stopping).
+  const owner = capacity || !ctx.runner.claims() ? null : ctx.runner.owner;
+  const jobs: NewJob[] = sources.flatMap((s) => (s.failure ? [] : [{
+    id: newId('job'), conversionId, sourceId: s.id, accountId: p.accountId, owner,
+  }]));
   const storedReason: AsyncReason | undefined = grouped && window
     ? reasonUpFront(window, { sources: sources.length, pdfPages, capacity }) : undefined;
   const outputs: NewFile[][] = [];
@@ -118,10 +123,7 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
       }
       // One durable job per source, committed with the conversion: if this process dies now,
       // another one finds the jobs and runs them.
-      if (jobs.length === 0) return;
-      await t`insert into jobs ${t(jobs.map((j) => ({
-        id: j.id, conversion_id: conversionId, source_id: j.sourceId, account_id: p.accountId,
-      })))}`;
+      if (jobs.length > 0) await insertJobs(t, jobs);
     });
   } catch (err) {
     // Refused or rolled back: the blobs go. A lost connection may have lost only the commit's
@@ -136,7 +138,7 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
     if (settled) await tellGate(ctx, p.accountId, conversionId, settled);
     return { conversionId, done: Promise.resolve(), pdfPages: 0, sources: sources.length, capacity: false, finished: true };
   }
-  const started = capacity ? [] : await ctx.runner.runNow(jobs.map((j) => j.id));
+  const started = owner ? await ctx.runner.runClaimed(jobs.map(claimedRow)) : [];
   const outcomes = Promise.all(started);
   const done = outcomes.then(() => undefined);
   return { conversionId, done, outcomes, jobs: jobs.length, pdfPages, sources: sources.length, capacity, snapshot, storedReason };

@@ -14,7 +14,7 @@ export interface JobRow {
   source_id: string;
   account_id: string;
   attempts: number;
-  /** Set (not stored) on the jobs claimed by id: the process that made them placed their
+  /** Set (not stored) on the jobs a process inserted claimed and starts itself: it placed their
    *  sources' blobs before starting them (jobs/persist.ts), so none is still in pending/. */
   placed?: true;
 }
@@ -24,14 +24,34 @@ export const LEASE_S = Number(process.env.JOB_LEASE_S) || 30;
 /** After this many claims a job that keeps killing its process is failed instead. */
 export const MAX_ATTEMPTS = 3;
 
-/** Claims these jobs (just created by this process) if nobody has them yet. */
-export async function claimByIds(sql: Sql, owner: string, ids: string[]): Promise<JobRow[]> {
-  if (ids.length === 0) return [];
-  return await answered(sql`
-    update jobs set status = 'running', lease_owner = ${owner}, attempts = attempts + 1,
-      lease_until = now() + make_interval(secs => ${LEASE_S})
-    where id in (select id from jobs where id in ${sql(ids)} and status = 'queued' for update skip locked)
-    returning id, conversion_id, source_id, account_id, attempts`) as unknown as JobRow[];
+/** A job as its conversion's transaction inserts it. */
+export interface NewJob {
+  id: string;
+  conversionId: string;
+  sourceId: string;
+  accountId: string;
+  /** The runner that starts it as soon as the transaction commits, which holds it from the
+   *  insert (a first lease of LEASE_S, one attempt); null leaves it queued for any runner. */
+  owner: string | null;
+}
+
+/**
+ * Inserts jobs, each queued or already claimed by its owner. A job its process starts at once is
+ * born claimed: claiming it after the commit cost every document a statement and a commit of its
+ * own. Its lease runs from the database's clock, as every other lease does.
+ */
+export function insertJobs(t: Sql, jobs: NewJob[]) {
+  return t`insert into jobs (id, conversion_id, source_id, account_id, status, lease_owner, attempts, lease_until)
+    select id, c, s, a, case when o is null then 'queued' else 'running' end, o, case when o is null then 0 else 1 end,
+      case when o is null then null else now() + make_interval(secs => ${LEASE_S}) end
+    from unnest(${t.array(jobs.map((j) => j.id))}::text[], ${t.array(jobs.map((j) => j.conversionId))}::text[],
+      ${t.array(jobs.map((j) => j.sourceId))}::text[], ${t.array(jobs.map((j) => j.accountId))}::text[],
+      ${t.array(jobs.map((j) => j.owner))}::text[]) as j(id, c, s, a, o)`;
+}
+
+/** The row a runner starts from, of a job inserted claimed. */
+export function claimedRow(j: NewJob): JobRow {
+  return { id: j.id, conversion_id: j.conversionId, source_id: j.sourceId, account_id: j.accountId, attempts: 1 };
 }
 
 /** Claims up to `limit` queued jobs, or running ones whose lease has expired, oldest first. */

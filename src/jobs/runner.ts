@@ -1,11 +1,11 @@
-// Runs durable jobs in this process: the ones it just accepted (claimed at once by id) and any
-// queued or abandoned ones it finds while it has room (claimed by polling, SKIP LOCKED). It
+// Runs durable jobs in this process: the ones it just accepted (inserted already claimed by it)
+// and any queued or abandoned ones it finds while it has room (claimed by polling, SKIP LOCKED). It
 // renews the leases of what it runs, notices jobs deleted under it, and on shutdown lets
 // running work finish within a grace period before handing the rest back.
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Sql } from '../store/db.js';
-import { claimByIds, claimNext, handBack, renew, LEASE_S, type JobRow } from './queue.js';
+import { claimNext, handBack, renew, LEASE_S, type JobRow } from './queue.js';
 import type { JobOutcome } from './context.js';
 
 export type JobHandler = (job: JobRow, signal: AbortSignal) => Promise<JobOutcome | undefined>;
@@ -47,15 +47,22 @@ export class JobRunner {
     return Math.max(0, this.opts.capacity - this.running.size);
   }
 
-  /** Claims and starts jobs this process has just created; returns those it got. */
-  async runNow(ids: string[]): Promise<Array<Promise<JobOutcome | undefined>>> {
-    return (await this.claimNow(ids)).map((s) => s.done);
+  claims(): boolean {
+    return !this.stopping;
   }
 
-  /** runNow, saying which job each promise is of. */
-  async claimNow(ids: string[]): Promise<Array<{ id: string; done: Promise<JobOutcome | undefined> }>> {
-    if (this.stopping) return [];
-    const jobs = await claimByIds(this.sql, this.owner, ids);
+  /** Starts jobs this process has just committed claimed by it; returns those it started. */
+  async runClaimed(jobs: JobRow[]): Promise<Array<Promise<JobOutcome | undefined>>> {
+    return (await this.startClaimed(jobs)).map((s) => s.done);
+  }
+
+  /** runClaimed, saying which job each promise is of. Once stopping, the jobs are handed back
+   *  for another process at once, rather than waiting for their first lease to run out. */
+  async startClaimed(jobs: JobRow[]): Promise<Array<{ id: string; done: Promise<JobOutcome | undefined> }>> {
+    if (this.stopping) {
+      await handBack(this.sql, this.owner, jobs.map((j) => j.id)).catch(() => 0);
+      return [];
+    }
     return jobs.map((j) => ({ id: j.id, done: this.start1({ ...j, placed: true }) }));
   }
 

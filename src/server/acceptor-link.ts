@@ -3,8 +3,9 @@
 // is one per process stays in the main thread and is reached over this link:
 // - the converter pool: counts for pricing (`count`), and whether it is saturated (read from
 //   shared memory the main thread keeps current, without a round trip);
-// - the job runner: jobs an acceptor committed are started by the process's runner (`runNow`),
-//   which tells the acceptor when each one ends (`jobDone`), and stopped on a delete (`abort`);
+// - the job runner: jobs an acceptor committed, claimed in their insert by the process's runner,
+//   are started by it (`runClaimed`), which tells the acceptor when each one ends (`jobDone`),
+//   and stopped on a delete (`abort`);
 // - the gate audit (`watch`) and the webhook dispatcher (`wake`);
 // - the in-process gate, when there is no Redis: every call is a round trip to the one gate, so
 //   a rate limit or a reservation counts per account, not per thread;
@@ -22,6 +23,7 @@ import type { AuditWatch, JobOutcome, JobStarter } from '../jobs/context.js';
 import type { AuditCounts } from '../billing/audit.js';
 import type { Gate } from '../billing/gate.js';
 import type { JobRunner } from '../jobs/runner.js';
+import type { JobRow } from '../jobs/queue.js';
 
 export type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>;
 export interface MetricsText { body: string; contentType: string }
@@ -29,7 +31,7 @@ export interface MetricsText { body: string; contentType: string }
 /** Calls an acceptor makes of its process. */
 type Call =
   | { op: 'count'; task: Task }
-  | { op: 'runNow'; ids: string[] }
+  | { op: 'runClaimed'; jobs: JobRow[] }
   | { op: 'gate'; method: GateMethod; args: unknown[] }
   | { op: 'metrics' };
 /** Notes an acceptor sends its process, with no reply. */
@@ -157,8 +159,8 @@ export class AcceptorHub {
         } finally {
           this.refresh();
         }
-      case 'runNow': {
-        const started = await this.jobs!.runner.claimNow(m.ids);
+      case 'runClaimed': {
+        const started = await this.jobs!.runner.startClaimed(m.jobs);
         for (const { id, done } of started) {
           void done.then((outcome) => {
             this.refresh();
@@ -274,8 +276,13 @@ export class LinkedExecutor implements Executor {
 export class LinkedRunner implements JobStarter {
   constructor(private link: AcceptorLink, readonly owner: string) {}
 
-  async runNow(ids: string[]): Promise<Array<Promise<JobOutcome | undefined>>> {
-    const started = await this.link.call<string[]>({ op: 'runNow', ids });
+  /** The process's runner hands back what it is given once it is stopping. */
+  claims(): boolean {
+    return true;
+  }
+
+  async runClaimed(jobs: JobRow[]): Promise<Array<Promise<JobOutcome | undefined>>> {
+    const started = await this.link.call<string[]>({ op: 'runClaimed', jobs });
     return started.map((id) => this.link.jobEnds(id));
   }
 

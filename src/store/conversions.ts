@@ -86,7 +86,11 @@ export async function startSource(sql: Sql, conversionId: string, sourceId: stri
   // The conversion's row before its files', as a delete (conversions, cascading to files) and
   // recordSourceOutcome take them; the other order deadlocked. When the conversion is running
   // already (a second source) no row is locked here, and nothing is asked of it after the file.
-  const [, , rows] = await atOnce(sql, (t) => [
+  // The marks are committed without waiting for the disk: lost in a crash of the database, the
+  // conversion reads queued again, as its job (claimed in a durable commit before) is run again;
+  // the outcome's commit waits for the disk, and with it for everything written before it.
+  const [, , , rows] = await atOnce(sql, (t) => [
+    t`set local synchronous_commit = off`.execute(),
     t`update conversions set status = 'running' where id = ${conversionId} and status = 'queued'`.execute(),
     t`update files set status = 'running' where id = ${sourceId} and status = 'queued'`.execute(),
     t`select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, f.fetched_from, f.fetched_kind,

@@ -4,9 +4,11 @@
 // is stored the careful way. Shown with the real client counted: a batch sent at once takes a
 // reserved connection and no transaction of the driver's; the careful path opens one. Either
 // way the rows, the month's count and the refusals are exactly those of the careful path alone.
+// A job its process starts at once is inserted claimed by it, on either path.
 import t from 'tap';
 import type { Sql } from '../../src/store/db.js';
 import { GroupCommit, KeyTaken, type GroupedConversion } from '../../src/jobs/group-commit.js';
+import { claimNext, LEASE_S } from '../../src/jobs/queue.js';
 import type { ConversionRow } from '../../src/store/conversions.js';
 import { startWorld, storeModes, type World } from '../helpers/world.js';
 
@@ -26,7 +28,7 @@ function counted(w: World): { sql: Sql; calls: { reserve: number; begin: number 
 }
 
 /** A conversion as persist builds it: queued with its job, or a finished render. */
-function member(id: string, accountId: string, opts: { claim?: string; finished?: boolean; limit?: number } = {}): GroupedConversion {
+function member(id: string, accountId: string, opts: { claim?: string; finished?: boolean; limit?: number; owner?: string } = {}): GroupedConversion {
   const now = new Date();
   const row: ConversionRow = {
     id, account_id: accountId, name: 'a.md', endpoint: 'markdown/html', operation: opts.finished ? 'render' : 'parse',
@@ -39,7 +41,7 @@ function member(id: string, accountId: string, opts: { claim?: string; finished?
       bytes: 10, pages: 1, credits: 3, content: `# Note ${id}` }],
     monthlyFiles: 1, monthlyLimit: opts.limit ?? 1000,
     reserved: opts.finished ? undefined : 3,
-    jobs: opts.finished ? undefined : [{ id: `${id}_job`, sourceId: `${id}_src` }],
+    jobs: opts.finished ? undefined : [{ id: `${id}_job`, conversionId: id, sourceId: `${id}_src`, accountId, owner: opts.owner ?? null }],
     claim: opts.claim === undefined ? undefined : { endpoint: 'markdown/html', key: opts.claim, fingerprint: 'f' },
   };
 }
@@ -78,6 +80,37 @@ for (const mode of storeModes()) {
     t.same(reserves.map((r) => [r.conversion_id, Number(r.amount)]), [['conv_a1', -3], ['conv_a3', -3]]);
     const keys = await w.db.sql`select account_id, key, conversion_id from idempotency_keys order by conversion_id`;
     t.same(keys.map((k) => [k.account_id, k.key, k.conversion_id]), [[w.accountId, 'k1', 'conv_a1'], [other, 'k1', 'conv_a3']]);
+  });
+
+  t.test(`${mode}: a job its process starts at once is inserted claimed by it; one left for capacity is queued`, async (t) => {
+    const w = await startWorld(mode);
+    t.teardown(() => w.close());
+    await w.app.deps.conversions.runner!.stop(0); // the world's own runner would poll the queued job
+    const { sql, calls } = counted(w);
+    const group = new GroupCommit(sql);
+    // The first batch is sent at once; the second passes the allowance and goes the careful way.
+    await Promise.all([
+      group.add(member('conv_j1', w.accountId, { owner: 'runner-a' })),
+      group.add(member('conv_j2', w.accountId)),
+    ]);
+    const careful = await Promise.allSettled([
+      group.add(member('conv_j3', w.accountId, { owner: 'runner-a', limit: 4 })),
+      group.add(member('conv_j4', w.accountId, { owner: 'runner-a', limit: 4 })),
+      group.add(member('conv_j5', w.accountId, { limit: 4 })),
+    ]);
+    t.same(careful.map((o) => o.status), ['fulfilled', 'fulfilled', 'rejected'], 'the fifth file is past the allowance of 4');
+    t.ok(calls.begin >= 1, 'some were stored the careful way');
+    const rows = await w.db.sql`select conversion_id, status, lease_owner, attempts,
+        lease_until > now() + make_interval(secs => ${LEASE_S - 5}) and lease_until <= now() + make_interval(secs => ${LEASE_S}) as leased
+      from jobs order by conversion_id`;
+    t.same(rows.map((r) => [r.conversion_id, r.status, r.lease_owner, r.attempts, r.leased]), [
+      ['conv_j1', 'running', 'runner-a', 1, true],
+      ['conv_j2', 'queued', null, 0, null],
+      ['conv_j3', 'running', 'runner-a', 1, true],
+      ['conv_j4', 'running', 'runner-a', 1, true],
+    ], 'claimed in the insert, the lease on the database\'s clock; the others queued');
+    const taken = await claimNext(w.db.sql, 'runner-b', 10);
+    t.same(taken.map((j) => j.conversion_id), ['conv_j2'], 'another runner can take only the queued one');
   });
 
   t.test(`${mode}: a batch past an allowance is rolled back and admitted in arrival order, the count exact`, async (t) => {

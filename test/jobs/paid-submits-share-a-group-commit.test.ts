@@ -158,7 +158,7 @@ function queued(id: string, accountId: string, claim?: string): GroupedConversio
   };
   return {
     row, files: [{ id: `${id}_src`, position: 0, role: 'source', name: 'a.html', mime: 'text/html', status: 'queued', bytes: 10, pages: 1, credits: 3, blob: `x/${id}` }],
-    monthlyFiles: 1, monthlyLimit: 1000, reserved: 3, jobs: [{ id: `${id}_job`, sourceId: `${id}_src` }],
+    monthlyFiles: 1, monthlyLimit: 1000, reserved: 3, jobs: [{ id: `${id}_job`, conversionId: id, sourceId: `${id}_src`, accountId, owner: null }],
     claim: claim === undefined ? undefined : { endpoint: 'html', key: claim, fingerprint: 'f' },
   };
 }
