@@ -61,7 +61,7 @@ export type ReserveResult =
   | Exclude<GateRefusal, { refusal: Refusal.RateLimited }>;
 
 export type SettleResult =
-  | { settled: true; reserved: number; charged: number }
+  | { settled: true; reserved: number; charged: number; balance: number }
   | { settled: false; reason: 'not_held' | 'not_loaded' };
 
 export interface LedgerSnapshot {

@@ -148,9 +148,11 @@ export class Ledger {
     return s;
   }
 
-  /** Tells the gate a settlement whose rows settleRows wrote in the caller's committed transaction. */
-  async tell(accountId: string, conversionId: string, s: Settlement): Promise<void> {
-    await this.gate.settle(accountId, conversionId, s.charged);
+  /** Tells the gate a settlement whose rows settleRows wrote in the caller's committed
+   *  transaction; the available balance after it, when the gate held the reservation. */
+  async tell(accountId: string, conversionId: string, s: Settlement): Promise<number | undefined> {
+    const r = await this.gate.settle(accountId, conversionId, s.charged);
+    return r.settled ? r.balance : undefined;
   }
 
   release(accountId: string, conversionId: string): Promise<Settlement | undefined> {

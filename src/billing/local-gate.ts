@@ -113,7 +113,7 @@ export class LocalGate implements Gate {
     const applied = Math.min(charged, reserved);
     a.balance += reserved - applied;
     a.reservations.delete(conversionId);
-    return { settled: true, reserved, charged: applied };
+    return { settled: true, reserved, charged: applied, balance: a.balance };
   }
 
   release(accountId: string, conversionId: string): Promise<SettleResult> {

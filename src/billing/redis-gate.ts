@@ -141,7 +141,7 @@ export class RedisGate implements Gate {
     const k = this.keys(accountId);
     const r = await this.run('settle', k.balance, k.reservations, k.epoch,
       conversionId, charged, randomUUID(), EPOCH_TTL_S);
-    if (r[0] === 1) return { settled: true, reserved: Number(r[1]), charged: Number(r[2]) };
+    if (r[0] === 1) return { settled: true, reserved: Number(r[1]), charged: Number(r[2]), balance: Number(r[3]) };
     return { settled: false, reason: r[0] === 0 ? 'not_loaded' : 'not_held' };
   }
 

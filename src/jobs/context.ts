@@ -43,6 +43,9 @@ export interface JobOutcome {
   conversion: RolledUp;
   source: { status: 'completed' | 'failed'; pages: number | null; credits: number; error: Problem | null };
   outputs: NewFile[];
+  /** The gate's available balance after this outcome's settle, when it ended the conversion
+   *  and the gate answered: the answer shows it without asking again. */
+  balance?: number;
 }
 
 /**
@@ -102,7 +105,8 @@ export interface Accepted {
   snapshot?: { row: ConversionRow; files: FileRow[] };
   /** The async reason written with the conversion (known before its insert). */
   storedReason?: AsyncReason;
-  /** The gate's available balance right after this conversion's reservation (a paid submit). */
+  /** The gate's available balance as last answered to this request: right after this
+   *  conversion's reservation (a paid submit), then after its settle when it finished here. */
   balance?: number;
 }
 

@@ -131,8 +131,8 @@ export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortS
   // this run's copies go.
   if (status) await ctx.blobs.place(staged).catch((err: unknown) => ctx.billing.onError?.(err, `placing outputs of ${conv.id}`));
   else await ctx.blobs.discard(staged);
-  if (settled) await tellGate(ctx, conv.accountId, conv.id, settled);
-  return status && rolled && recordedOutcome ? { ...recordedOutcome, conversion: rolled } : undefined;
+  const balance = settled ? await tellGate(ctx, conv.accountId, conv.id, settled) : undefined;
+  return status && rolled && recordedOutcome ? { ...recordedOutcome, conversion: rolled, balance } : undefined;
 }
 
 /**

@@ -38,11 +38,13 @@ export async function settleCredits(ctx: ConversionContext, accountId: string, c
   }
 }
 
-/** Tells the gate a settlement committed with the rows; when that is lost, the audit mends it. */
-export async function tellGate(ctx: ConversionContext, accountId: string, conversionId: string, s: Settlement): Promise<void> {
-  await ctx.billing.ledger.tell(accountId, conversionId, s).catch((err: unknown) => {
+/** Tells the gate a settlement committed with the rows; when that is lost, the audit mends it.
+ *  The available balance after it, when the gate answered one. */
+export async function tellGate(ctx: ConversionContext, accountId: string, conversionId: string, s: Settlement): Promise<number | undefined> {
+  return ctx.billing.ledger.tell(accountId, conversionId, s).catch((err: unknown) => {
     ctx.audit.watch(accountId);
     ctx.billing.onError?.(err, `settling ${conversionId}`);
+    return undefined;
   });
 }
 

@@ -43,6 +43,8 @@ export async function waitFor(ctx: Pick<ConversionContext, 'sql' | 'stopping'>, 
     if (final) {
       a.snapshot = final;
       a.finished = true;
+      // The balance the gate answered the settle that ended it, if that was here; else it is read.
+      a.balance = ended!.find((o) => o && TERMINAL.has(o.conversion.status))?.balance;
       return undefined;
     }
     // Jobs another process took are followed in the database until the window ends, or until

@@ -180,7 +180,7 @@ for (const [name, h] of Object.entries(harnesses)) {
       const a = newAccount();
       await fund(gate, a, 50);
       await gate.reserve(req(a, 1, 10));
-      t.strictSame(await gate.settle(a, conv(1), 25), { settled: true, reserved: 10, charged: 10 });
+      t.strictSame(await gate.settle(a, conv(1), 25), { settled: true, reserved: 10, charged: 10, balance: 40 });
       t.equal(await gate.balance(a), 40);
     });
 
@@ -189,7 +189,7 @@ for (const [name, h] of Object.entries(harnesses)) {
       await fund(gate, a, 30);
       await gate.reserve(req(a, 1, 12));
       t.equal(await gate.balance(a), 18);
-      t.strictSame(await gate.release(a, conv(1)), { settled: true, reserved: 12, charged: 0 });
+      t.strictSame(await gate.release(a, conv(1)), { settled: true, reserved: 12, charged: 0, balance: 30 });
       t.equal(await gate.balance(a), 30);
       // The job finishing after a DELETE released its reservation must not charge.
       t.strictSame(await gate.settle(a, conv(1), 12), { settled: false, reason: 'not_held' });
@@ -203,7 +203,7 @@ for (const [name, h] of Object.entries(harnesses)) {
       t.strictSame(await gate.reserve(req(a, 1, 0, { concurrencyLimit: 1 })), { kind: 'reserved', balance: -3 });
       t.match(await gate.reserve(req(a, 2, 0, { concurrencyLimit: 1 })), { kind: 'refused', refusal: Refusal.ConcurrencyLimited });
       t.match(await gate.reserve(req(a, 3, 1, { concurrencyLimit: 5 })), { kind: 'refused', refusal: Refusal.InsufficientCredits, balance: -3 });
-      t.strictSame(await gate.settle(a, conv(1), 0), { settled: true, reserved: 0, charged: 0 });
+      t.strictSame(await gate.settle(a, conv(1), 0), { settled: true, reserved: 0, charged: 0, balance: -3 });
       t.equal(await gate.running(a), 0);
     });
 
@@ -224,8 +224,8 @@ for (const [name, h] of Object.entries(harnesses)) {
       await fund(gate, a, 40, [{ conversionId: conv(1), credits: 7 }, { conversionId: conv(2), credits: 3 }]);
       t.equal(await gate.running(a), 2);
       t.match(await gate.reserve(req(a, 3, 1, { concurrencyLimit: 2 })), { kind: 'refused', refusal: Refusal.ConcurrencyLimited });
-      t.strictSame(await gate.settle(a, conv(1), 5), { settled: true, reserved: 7, charged: 5 });
-      t.strictSame(await gate.release(a, conv(2)), { settled: true, reserved: 3, charged: 0 });
+      t.strictSame(await gate.settle(a, conv(1), 5), { settled: true, reserved: 7, charged: 5, balance: 42 });
+      t.strictSame(await gate.release(a, conv(2)), { settled: true, reserved: 3, charged: 0, balance: 45 });
       t.equal(await gate.balance(a), 45);
     });
 

@@ -1,7 +1,8 @@
 // A cheap submit (an authenticated Markdown render) costs the gate one Redis round trip: the
 // rate limit script, which also reads the balance the answer shows (a render reserves nothing).
 // A paid submit answered at once (202) costs two: the rate limit and the reservation, whose
-// answer is the balance shown (no third call to read it).
+// answer is the balance shown (no third call to read it); one that finishes in its request
+// three: the settle answers the balance its 200 shows.
 // Counted with MONITOR: commands a client sent (not those a script ran), filtered to this
 // world's own key prefix (other tests share the Redis). MONITOR is read from a plain socket:
 // ioredis's monitor() mistook a monitored line for a reply when the shared Redis was busy
@@ -48,6 +49,27 @@ t.test('a paid submit answered at once reaches Redis twice: rate limit, reservat
   t.ok(c!.usage.credits_reserved > 0, 'it reserved credits');
   const read = await (await w.req('GET', `/v1/conversions/${c!.id}`)).json() as NonNullable<typeof c>;
   t.equal(c!.usage.credits_remaining, read.usage.credits_remaining, 'the balance answered is the gate\'s after the reservation');
+});
+
+t.test('a paid submit that finishes in its request reaches Redis three times: rate limit, reservation, settle', async (t) => {
+  const w = await startWorld('postgres', {}, { redis: true });
+  t.teardown(() => w.close());
+  const submit = async (n: number): Promise<{ id: string; status: string; usage: { credits_charged: number; credits_remaining: number } }> => {
+    const res = await w.req('POST', '/v1/convert/html?wait=30', { json: { html: `<h1>Paid ${n}</h1><p>Some text.</p>` } });
+    t.equal(res.status, 200);
+    return await res.json() as { id: string; status: string; usage: { credits_charged: number; credits_remaining: number } };
+  };
+  await submit(1); // loads the account into the gate and the scripts into Redis
+
+  let c: Awaited<ReturnType<typeof submit>> | undefined;
+  const ours = await commandsDuring(t, w, async () => { c = await submit(2); });
+  t.equal(ours.length, 3, `three commands: ${JSON.stringify(ours.map((x) => x.slice(0, 3)))}`);
+  t.ok(ours.every((x) => /^evalsha$|^eval$/.test(x[0]!.toLowerCase())), 'all are scripts (no read of the balance after the settle)');
+  t.equal(c!.status, 'completed');
+  t.ok(c!.usage.credits_charged > 0, 'it was charged');
+  const read = await (await w.req('GET', `/v1/conversions/${c!.id}`)).json() as NonNullable<typeof c>;
+  t.equal(c!.usage.credits_remaining, read.usage.credits_remaining, 'the balance answered is the gate\'s after the settle');
+  t.equal(c!.usage.credits_remaining, DEFAULT_CREDITS - 2 * c!.usage.credits_charged, 'both charges taken from the grant');
 });
 
 /** The commands clients sent on this world's keys while `act` ran, bracketed by a marker read

@@ -14,7 +14,9 @@
   Returns
   {0}                    not loaded: nothing held here; the epoch is stamped so a rebuild that
                          read the ledger before this settle is refused as stale by load-3
-  {1, reserved, charged} settled; charged is the clamped amount
+  {1, reserved, charged, balance}
+                         settled; charged is the clamped amount, balance the available credits
+                         after it (so that an answer shows it without another round trip)
   {2}                    not held (already settled or released): nothing changed
 ]]
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -29,8 +31,11 @@ end
 
 reserved = tonumber(reserved)
 local charged = math.min(tonumber(ARGV[2]), reserved)
+local balance
 if reserved > charged then
-  redis.call('INCRBY', KEYS[1], reserved - charged)
+  balance = redis.call('INCRBY', KEYS[1], reserved - charged)
+else
+  balance = tonumber(redis.call('GET', KEYS[1]))
 end
 redis.call('HDEL', KEYS[2], ARGV[1])
-return {1, reserved, charged}
+return {1, reserved, charged, balance}

@@ -97,10 +97,11 @@ export function registerConvert(router: Router, deps: Deps): void {
       const snapshot = stored && (reason ? reason === stored.storedReason : stored.finished) ? stored.snapshot : undefined;
       const location = { location: `/v1/conversions/${id}` };
       if (snapshot) {
-        // The balance as the gate answered this request when nothing moved it since: right after
-        // its reservation (answered at once), or, for a conversion that reserved nothing (a
-        // render), as the rate limit read it. A settled conversion reads it again.
-        const balance = reason && stored!.balance !== undefined ? stored!.balance
+        // The balance as the gate last answered this request: right after its reservation
+        // (answered 202 at once), or after the settle that ended it here (answered 200), or, for
+        // a conversion that reserved nothing (a render), as the rate limit read it. Otherwise
+        // (a settle the gate did not answer) it is read again.
+        const balance = stored!.balance !== undefined ? stored!.balance
           : await deps.ledger.balance(p.accountId, snapshot.row.credits_reserved === 0 ? held : undefined);
         sendJson(ctx, reason ? 202 : 200, snapshotJson(snapshot.row, snapshot.files, balance), location);
         return;
