@@ -43,8 +43,8 @@ export async function waitFor(ctx: Pick<ConversionContext, 'sql' | 'stopping'>, 
     if (final) {
       a.snapshot = final;
       a.finished = true;
-      // The balance the gate answered the settle that ended it, if that was here; else it is read.
-      a.balance = ended!.find((o) => o && TERMINAL.has(o.conversion.status))?.balance;
+      // The balance the gate answered the settle that ended it (here); else it is read.
+      a.balance = endingOutcome(ended!)?.balance;
       return undefined;
     }
     // Jobs another process took are followed in the database until the window ends, or until
@@ -75,7 +75,7 @@ export function finishedSnapshot(a: Accepted, outcomes: Array<JobOutcome | undef
   if (!stored || a.jobs === undefined || outcomes.length !== a.jobs) return undefined;
   const recorded = outcomes.filter((o): o is JobOutcome => o !== undefined);
   if (recorded.length !== outcomes.length) return undefined;
-  const last = recorded.find((o) => TERMINAL.has(o.conversion.status));
+  const last = endingOutcome(recorded);
   if (!last) return undefined;
   const row = { ...stored.row, status: last.conversion.status, completed_at: last.conversion.completedAt, credits_charged: last.conversion.charged };
   const bySource = new Map(recorded.map((o) => [o.sourceId, o]));
@@ -86,4 +86,9 @@ export function finishedSnapshot(a: Accepted, outcomes: Array<JobOutcome | undef
   });
   files.push(...recorded.flatMap((o) => fileRowsOf(row, o.outputs)));
   return { row, files: files.sort((x, y) => x.position - y.position) };
+}
+
+/** The outcome whose roll-up ended the conversion, among those its jobs recorded here. */
+function endingOutcome(outcomes: Array<JobOutcome | undefined>): JobOutcome | undefined {
+  return outcomes.find((o): o is JobOutcome => o !== undefined && TERMINAL.has(o.conversion.status));
 }

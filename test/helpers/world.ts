@@ -80,14 +80,18 @@ export interface World {
   close(): Promise<void>;
 }
 
-/** Drops a test's schema on the machine's Postgres (with a connection of its own). */
-/** A Postgres store of a test's own (a new schema and data directory, both gone at teardown),
- *  with `max` connections, for tests of the store's functions without a server. */
-export async function ownStore(t: { teardown(fn: () => Promise<void>): void }, label: string, max: number): Promise<Db> {
+/** A store of a test's own (in Postgres a new schema with `max` connections, else an embedded
+ *  one; its data directory too; all gone at teardown), for tests of the store's functions
+ *  without a server. */
+export async function ownStore(t: { teardown(fn: () => Promise<void>): void }, label: string, max: number, mode: Mode = 'postgres'): Promise<Db> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), `docpipe-${label}-`));
-  const db = await openDb({ databaseUrl: PG_URL, schema, dataDir, max });
-  t.teardown(async () => { await db.close(); await dropSchema(schema); rmSync(dataDir, { recursive: true, force: true }); });
+  const db = await openDb(mode === 'postgres' ? { databaseUrl: PG_URL, schema, dataDir, max } : { dataDir });
+  t.teardown(async () => {
+    await db.close();
+    if (mode === 'postgres') await dropSchema(schema);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
   return db;
 }
 
@@ -102,6 +106,7 @@ export async function insertOnePdf(sql: Db['sql'], accountId: string, status: 'q
   return { id, sourceId };
 }
 
+/** Drops a test's schema on the machine's Postgres (with a connection of its own). */
 export async function dropSchema(schema: string): Promise<void> {
   const sql = postgres(PG_URL, { max: 1, onnotice: () => {} });
   try {

@@ -3,13 +3,7 @@
 // left by an outage or a burst drained a few jobs per tick: minutes for a few hundred).
 // Jobs committed claimed by the runner start without another claim.
 import t from 'tap';
-import type { Test } from 'tap';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { dropSchema, PG_URL, storeModes, type Mode } from '../helpers/world.js';
-import { openDb, type Sql } from '../../src/store/db.js';
+import { insertOnePdf, ownStore, storeModes } from '../helpers/world.js';
 import { createAccount } from '../../src/store/accounts.js';
 import { newId } from '../../src/store/ids.js';
 import { JobRunner } from '../../src/jobs/runner.js';
@@ -18,11 +12,12 @@ import { eventually } from '../helpers/until.js';
 
 for (const mode of storeModes()) {
   t.test(`${mode}: a backlog of queued jobs drains without waiting for poll ticks`, async (t) => {
-    const sql = await ownSql(t, mode);
+    const { sql } = await ownStore(t, 'runner', 10, mode);
     const { id: accountId } = await createAccount(sql, { name: 'Backlog', plan: 'lite' });
     const jobs: string[] = [];
     for (let i = 0; i < 12; i++) {
-      const job: NewJob = { ...await queuedSource(sql, accountId), id: newId('job'), owner: null };
+      const { id: conversionId, sourceId } = await insertOnePdf(sql, accountId, 'queued');
+      const job: NewJob = { id: newId('job'), conversionId, sourceId, accountId, owner: null };
       await insertJobs(sql, [job]);
       jobs.push(job.id);
     }
@@ -46,7 +41,7 @@ for (const mode of storeModes()) {
 // instead of after their first lease.
 for (const mode of storeModes()) {
   t.test(`${mode}: jobs inserted claimed start as they are; a stopping runner hands them back`, async (t) => {
-    const sql = await ownSql(t, mode);
+    const { sql } = await ownStore(t, 'runner', 10, mode);
     const { id: accountId } = await createAccount(sql, { name: 'Claimed', plan: 'lite' });
     const seen: Array<{ id: string; attempts: number; placed?: true }> = [];
     const runner = new JobRunner(sql, async (job) => {
@@ -55,7 +50,8 @@ for (const mode of storeModes()) {
       return undefined;
     }, { capacity: 2, pollMs: 3_600_000, heartbeatMs: 3_600_000 });
     const insertClaimed = async (): Promise<NewJob> => {
-      const job: NewJob = { ...await queuedSource(sql, accountId), id: newId('job'), owner: runner.owner };
+      const { id: conversionId, sourceId } = await insertOnePdf(sql, accountId, 'queued');
+      const job: NewJob = { id: newId('job'), conversionId, sourceId, accountId, owner: runner.owner };
       await insertJobs(sql, [job]);
       return job;
     };
@@ -72,28 +68,4 @@ for (const mode of storeModes()) {
     t.same({ ...back }, { status: 'queued', lease_owner: null, attempts: 0 }, 'handed back for any runner');
     t.same(seen.map((s) => s.id), [first.id], 'the late job did not run here');
   });
-}
-
-/** A database of the test's own (a schema in Postgres, or an embedded one), gone at its end. */
-async function ownSql(t: Test, mode: Mode): Promise<Sql> {
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-runner-'));
-  const db = await openDb(mode === 'postgres' ? { databaseUrl: PG_URL, schema, dataDir } : { dataDir });
-  t.teardown(async () => {
-    await db.close();
-    rmSync(dataDir, { recursive: true, force: true });
-    if (mode === 'postgres') await dropSchema(schema);
-  });
-  return db.sql;
-}
-
-/** A queued conversion with one HTML source, for a job to run. */
-async function queuedSource(sql: Sql, accountId: string): Promise<{ conversionId: string; sourceId: string; accountId: string }> {
-  const conversionId = newId('conv');
-  const sourceId = newId('file');
-  await sql`insert into conversions (id, account_id, name, operation, status, created_at)
-            values (${conversionId}, ${accountId}, 'html', 'parse', 'queued', now())`;
-  await sql`insert into files (id, conversion_id, account_id, position, role, name, mime, bytes)
-            values (${sourceId}, ${conversionId}, ${accountId}, 0, 'source', 'a.html', 'text/html', 1)`;
-  return { conversionId, sourceId, accountId };
 }
