@@ -32,6 +32,11 @@ let last = '';
 let summary = null;
 /** Per-file wall times from tap's "ok N - test/x.test.ts # time=123ms" lines. */
 const fileTimes = [];
+// What failed, named by its file and subtests, repeated just before the totals: CI keeps only the
+// tail of the output, and a failure hundreds of lines up was invisible there.
+/** The names of the subtests open at each indentation (4 spaces a level). */
+const open = [];
+const failures = [];
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk);
   const text = last + chunk.toString('utf8');
@@ -42,6 +47,18 @@ child.stdout.on('data', (chunk) => {
     if (m) summary = { total: Number(m[1]), rest: m[2] };
     const f = /^(?:not )?ok \d+ - (\S+\.test\.ts) # time=([\d.]+)ms/.exec(line.trim());
     if (f) fileTimes.push({ file: f[1], ms: Number(f[2]) });
+    const depth = (line.length - line.trimStart().length) >> 2;
+    const subtest = /^# Subtest: (.*)$/.exec(line.trim());
+    if (subtest) {
+      open.length = depth;
+      open[depth] = subtest[1];
+    }
+    const notOk = /^not ok \d+ - (.*?)(?: # time=[\d.]+ms)?$/.exec(line.trim());
+    // A failed subtest is reported with the assertions inside it: only the innermost are kept.
+    if (notOk && !/ # (?:TODO|SKIP)/i.test(notOk[1])) {
+      const name = [...open.slice(0, depth), notOk[1]].join(' > ');
+      if (!failures.some((inner) => inner.startsWith(`${name} > `))) failures.push(name);
+    }
   }
 });
 
@@ -56,6 +73,11 @@ child.on('close', (code) => {
     failed = fail ? Number(fail[1]) : 0;
   } else {
     failed = 1; // no summary: the runner itself broke
+  }
+  if (failures.length) {
+    console.log('# failed:');
+    for (const name of failures.slice(0, 30)) console.log(`#   ${name}`);
+    if (failures.length > 30) console.log(`#   … and ${failures.length - 30} more`);
   }
   const slowest = fileTimes.sort((a, b) => b.ms - a.ms).slice(0, 10);
   if (slowest.length) {
