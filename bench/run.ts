@@ -13,6 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { ensureDebian } from './debian.js';
 import { setUpBench, POOL_THREADS, ROOT } from './docpipe.js';
 import { SCENARIOS } from './scenarios/index.js';
+import { cpuShares, machineCpu } from './proc.js';
 import { markdownTable, svgChart, textTable } from './report.js';
 import type { Row } from './types.js';
 
@@ -64,10 +65,16 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchRun> {
     for (const s of scenarios) {
       log(`— scenario ${s.id} (${s.title})`);
       const t0 = performance.now();
+      const cpu0 = machineCpu();
       try {
         const r = await s.run({ quick: opts.quick ?? false, tools, bench, dir, log });
         rows.push(...r.rows);
-        raw[s.id] = { ...r.raw, seconds: (performance.now() - t0) / 1000 };
+        // What the machine did meanwhile: a figure taken while the host took the CPUs away
+        // (steal) or the disk held every commit back (iowait) reads lower than the code is.
+        const cpu = cpuShares(cpu0, machineCpu());
+        raw[s.id] = { ...r.raw, seconds: (performance.now() - t0) / 1000, machine_cpu: cpu };
+        if (cpu) log(`${s.id}: the machine's CPUs meanwhile ${pct(cpu.busy)} busy, ${pct(cpu.idle)} idle, `
+          + `${pct(cpu.iowait)} waiting for the disk, ${pct(cpu.steal)} taken by the host (steal)`);
       } catch (err) {
         // A scenario that breaks is a failed row, not a lost run.
         const message = (err as Error).stack ?? String(err);
@@ -105,6 +112,10 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchRun> {
   }));
   return { rows, table: textTable(rows), markdown: markdownTable(rows), jsonFile, svgFile, errors,
     load: { start: loadStart[0]!, end: loadEnd[0]!, cores: machine.cpus } };
+}
+
+function pct(share: number): string {
+  return `${(share * 100).toFixed(1)} %`;
 }
 
 function parseArgs(argv: string[]): BenchOptions & { markdown?: boolean } {

@@ -46,6 +46,15 @@ t.test('the run writes its raw numbers and a chart, and prints one table', async
   t.equal(json.quick, true);
   t.equal(json.rows.length, run.rows.length);
   t.same(Object.keys(json.raw).sort(), ['A', 'B', 'C', 'D', 'E', 'F', 'G']);
+  // Each scenario says where the machine's CPU time went while it ran (Linux's /proc/stat).
+  for (const [id, raw] of Object.entries(json.raw)) {
+    const cpu = (raw as { machine_cpu?: Record<string, number> }).machine_cpu;
+    t.ok(cpu, `${id}: the machine's CPU shares are recorded`);
+    const sum = Object.values(cpu ?? {}).reduce((a, x) => a + x, 0);
+    t.ok(Math.abs(sum - 1) < 1e-9, `${id}: busy, idle, iowait and steal make the whole (${sum})`);
+    t.ok((cpu?.busy ?? 0) > 0, `${id}: the scenario kept the CPUs busy some of the time`);
+    t.ok(lines.some((l) => l.startsWith(`${id}: the machine's CPUs meanwhile `)), `${id}: and the shares are logged`);
+  }
   const svg = readFileSync(run.svgFile, 'utf8');
   t.match(svg, /^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
   t.match(svg, /A req\/s vs bare uWebSockets\.js/);
