@@ -29,13 +29,15 @@ export function threadSched(pid: number | 'self'): Map<string, Sched> {
   return out;
 }
 
-/** The whole machine's CPU time so far, in seconds summed over its cores (/proc/stat), split as
- *  the kernel counts it; empty on a system without /proc. */
+/** The machine's CPU time split as the kernel counts it: busy, idle, waiting for the disk, and
+ *  taken by the host for other guests. */
 export interface MachineCpu { busy: number; idle: number; iowait: number; steal: number }
 
 /** USER_HZ: the unit of /proc/stat, 100 on every Linux build the bench runs on. */
 const TICKS_PER_S = 100;
 
+/** The whole machine's CPU time so far, in seconds summed over its cores (/proc/stat);
+ *  undefined on a system without /proc. */
 export function machineCpu(): MachineCpu | undefined {
   let line: string | undefined;
   try {
@@ -51,13 +53,13 @@ export function machineCpu(): MachineCpu | undefined {
   };
 }
 
-/** Where the machine's CPU time went between two readings, as shares of it (busy, idle, waiting
- *  for the disk, taken by the host for other guests). */
-export function cpuShares(before: MachineCpu | undefined, after: MachineCpu | undefined):
-  { busy: number; idle: number; iowait: number; steal: number } | undefined {
+/** Where the machine's CPU time went between two readings, each part as a share of the whole. */
+export function cpuShares(before: MachineCpu | undefined, after: MachineCpu | undefined): MachineCpu | undefined {
   if (!before || !after) return undefined;
-  const d = { busy: after.busy - before.busy, idle: after.idle - before.idle, iowait: after.iowait - before.iowait, steal: after.steal - before.steal };
-  const all = d.busy + d.idle + d.iowait + d.steal;
+  const parts = ['busy', 'idle', 'iowait', 'steal'] as const;
+  const all = parts.reduce((a, k) => a + after[k] - before[k], 0);
   if (all <= 0) return undefined;
-  return { busy: d.busy / all, idle: d.idle / all, iowait: d.iowait / all, steal: d.steal / all };
+  const shares = {} as MachineCpu;
+  for (const k of parts) shares[k] = (after[k] - before[k]) / all;
+  return shares;
 }
