@@ -70,6 +70,7 @@ export const cheapPath: Scenario = {
       let answers = 0;
       let cold: Measured;
       let measured: Measured;
+      let spread: number[] = [];
       try {
         const first = await fetch(inst.origin + PATH, { method: 'POST', headers, body });
         const text = await first.text();
@@ -79,12 +80,14 @@ export const cheapPath: Scenario = {
         ctx.log(`A: docpipe (HTTP_THREADS=${threads ?? 'default'}) ${runS} s from the start, warm-up to ${docpipeWarmS} s, then ${runS} s at ${CONNECTIONS} connections, ${generator}`);
         cold = await load(inst.origin, runS);
         const warm = await load(inst.origin, Math.max(warmS, docpipeWarmS - runS));
+        const served = await byAcceptor(inst.origin);
         measured = await load(inst.origin, runS);
+        spread = spreadSince(served, await byAcceptor(inst.origin));
         answers += cold.ok + warm.ok + measured.ok;
       } finally {
         await inst.stop();
       }
-      return { measured, cold, answers, persisted: (await countPersisted(ctx)) - before };
+      return { measured, cold, answers, persisted: (await countPersisted(ctx)) - before, by_acceptor: spread };
     };
 
     const main = await docpipe();
@@ -113,6 +116,8 @@ export const cheapPath: Scenario = {
       atMostRow(S, 'p99 latency', { value: m.p99, unit: 'ms' }, 15, `p50 ${m.p50.toFixed(1)} ms`),
       infoRow(S, `req/s in the first ${runS} s after start (vs the measured run)`, fig(main.cold), { ...fig(m), label: 'measured, warm' },
         `p99 ${main.cold.p99.toFixed(1)} ms`),
+      infoRow(S, 'busiest acceptor thread\'s share of the measured run', { value: busiest(main.by_acceptor), unit: '% of requests' }, null,
+        `by thread: ${main.by_acceptor.map((n) => n.toLocaleString('en-US')).join(' / ')} (the kernel spreads connections over the threads' listeners)`),
       checkRow(S, 'every 200 persisted', stored(main), { value: main.persisted, unit: 'rows' },
         `≥ ${main.answers} answers`, stored(main) ? undefined : `${main.answers} answers 200, ${main.persisted} conversions in Postgres`),
     ];
@@ -128,6 +133,25 @@ export const cheapPath: Scenario = {
     };
   },
 };
+
+/** Requests answered so far by each acceptor thread (the process's /metrics, in thread order). */
+async function byAcceptor(origin: string): Promise<number[]> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  const counts: number[] = [];
+  for (const m of text.matchAll(/^docpipe_http_requests_by_acceptor_total\{acceptor="(\d+)"\} (\d+)$/gm)) counts[Number(m[1])] = Number(m[2]);
+  return counts;
+}
+
+/** The busiest acceptor's share of the requests, in percent (100 / threads when even). */
+function busiest(counts: number[]): number {
+  const total = counts.reduce((a, n) => a + n, 0);
+  return total > 0 ? (100 * Math.max(...counts)) / total : NaN;
+}
+
+/** What each acceptor answered between two readings. */
+function spreadSince(before: number[], after: number[]): number[] {
+  return after.map((n, i) => n - (before[i] ?? 0));
+}
 
 async function countPersisted(ctx: { bench: { db: { sql: import('../../src/store/db.js').Sql }; accountId: string } }): Promise<number> {
   const [row] = await ctx.bench.db.sql`select count(*)::int as n from conversions
