@@ -1,5 +1,5 @@
-// Runs docpipe for the bench the way it runs in production: `node --import=tsx src/main.ts` as a
-// child process, on the machine's real Postgres (a schema of its own, dropped at the end) and
+// Runs docpipe for the bench the way it runs in production: the command `npm start` runs
+// (package.json: node, its flags, src/main.ts; the Dockerfile's CMD is the same) as a child process, on the machine's real Postgres (a schema of its own, dropped at the end) and
 // Redis (a key prefix of its own, deleted at the end), a temp DATA_DIR, LOG_LEVEL=warn and
 // POOL_THREADS=2. The account and key are made with the admin functions before the first start:
 // plan max, credits granted through the ledger, and PLAN_OVERRIDES lifting the concurrency and
@@ -100,8 +100,16 @@ export interface Spawned extends Instance {
   kill(signal: NodeJS.Signals): void;
 }
 
+/** The node flags `npm start` gives the server (package.json), which the image's CMD gives too. */
+export function serverNodeArgs(): string[] {
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = pkg.scripts.start.trim().split(/\s+/);
+  if (words[0] !== 'node' || words.at(-1) !== 'src/main.ts') throw new Error(`npm start is not "node <flags> src/main.ts": ${pkg.scripts.start}`);
+  return words.slice(1, -1);
+}
+
 /**
- * Starts `node --import=tsx src/main.ts` with `env` over this process's environment (a free
+ * Starts the server as `npm start` does (serverNodeArgs) with `env` over this process's environment (a free
  * port unless PORT is given, 127.0.0.1, LOG_LEVEL=warn), its output in <logDir>/server-<port>.log,
  * and resolves once /readyz answers 200. stop() sends SIGTERM and SIGKILL after 15 s.
  */
@@ -110,7 +118,7 @@ export async function spawnDocpipe(env: Record<string, string>, opts: { logDir: 
   const origin = `http://127.0.0.1:${port}`;
   const logFile = path.join(opts.logDir, `server-${port}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import=tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...serverNodeArgs(), 'src/main.ts'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'warn', LOG_PRETTY: '0', ...env, PORT: String(port) },

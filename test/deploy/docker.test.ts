@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { serverNodeArgs } from '../../bench/docpipe.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const read = (f: string): string => readFileSync(path.join(root, f), 'utf8');
@@ -84,6 +85,16 @@ t.test('the runtime stage runs as a non-root user with a health check and exec-f
   t.ok(entry && existsSync(path.join(root, entry)), `the entry ${entry} exists`);
   const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
   if (cmd?.includes('--import=tsx')) t.ok(pkg.dependencies.tsx, 'tsx is a production dependency');
+});
+
+t.test('the image, npm start and the bench launch the server with the same node flags', async (t) => {
+  const cmd = execForm(one('CMD')?.args ?? '') ?? [];
+  const pkg = JSON.parse(read('package.json')) as { scripts: { start: string } };
+  t.same(cmd, pkg.scripts.start.trim().split(/\s+/), 'the CMD is the start script');
+  t.same(['node', ...serverNodeArgs(), 'src/main.ts'], cmd, 'the bench runs what the image runs');
+  // The HTTP threads' young generation (README, "Deployment"): the main thread's can only be set
+  // at launch, and the acceptor threads inherit the process's flag.
+  t.ok(cmd.includes('--max-semi-space-size=32'), 'the semi-space size is set at launch');
 });
 
 t.test('everything the server loads at run time is a production dependency', async (t) => {
