@@ -140,7 +140,8 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
     const maybeDone = (): void => {
       if (!settled && ended && pendingWrites === 0) { settled = true; resolve({ files, fields }); }
     };
-    onCleanup(ctx, () => fail(new ApiError('invalid_request', 'The client went away.')));
+    // Every request ends with its clean-up; the error (and its stack) is made only when it is used.
+    onCleanup(ctx, () => { if (!settled) fail(new ApiError('invalid_request', 'The client went away.')); });
 
     let bb: busboy.Busboy | undefined;
     try {
