@@ -1,6 +1,7 @@
 // Runs docpipe for the bench the way it runs in production: the command `npm start` runs
-// (package.json: node, its flags, src/main.ts; the Dockerfile's CMD is the same) as a child process, on the machine's real Postgres (a schema of its own, dropped at the end) and
-// Redis (a key prefix of its own, deleted at the end), a temp DATA_DIR, LOG_LEVEL=warn and
+// (package.json: node, its flags, src/main.ts; the Dockerfile's CMD is the same) as a child
+// process, on the machine's real Postgres (a schema of its own, dropped at the end) and Redis
+// (a key prefix of its own, deleted at the end), a temp DATA_DIR, LOG_LEVEL=warn and
 // POOL_THREADS=2. The account and key are made with the admin functions before the first start:
 // plan max, credits granted through the ledger, and PLAN_OVERRIDES lifting the concurrency and
 // rate limits above anything the load can reach. Each scenario gets a fresh process (so RSS
@@ -109,8 +110,8 @@ export function serverNodeArgs(): string[] {
 }
 
 /**
- * Starts the server as `npm start` does (serverNodeArgs) with `env` over this process's environment (a free
- * port unless PORT is given, 127.0.0.1, LOG_LEVEL=warn), its output in <logDir>/server-<port>.log,
+ * Starts the server as `npm start` does (serverNodeArgs) with `env` over this process's
+ * environment (a free port unless PORT is given, 127.0.0.1, LOG_LEVEL=warn), its output in <logDir>/server-<port>.log,
  * and resolves once /readyz answers 200. stop() sends SIGTERM and SIGKILL after 15 s.
  */
 export async function spawnDocpipe(env: Record<string, string>, opts: { logDir: string; nodeArgs?: string[]; timeoutMs?: number }): Promise<Spawned> {

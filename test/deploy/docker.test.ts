@@ -92,7 +92,7 @@ t.test('the image, npm start and the bench launch the server with the same node 
   const pkg = JSON.parse(read('package.json')) as { scripts: { start: string } };
   t.same(cmd, pkg.scripts.start.trim().split(/\s+/), 'the CMD is the start script');
   t.same(['node', ...serverNodeArgs(), 'src/main.ts'], cmd, 'the bench runs what the image runs');
-  // The HTTP threads' young generation (README, "Deployment"): the main thread's can only be set
+  // The HTTP threads' young generation (README, "How work runs"): the main thread's can only be set
   // at launch, and the acceptor threads inherit the process's flag.
   t.ok(cmd.includes('--max-semi-space-size=32'), 'the semi-space size is set at launch');
 });
