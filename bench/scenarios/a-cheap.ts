@@ -11,6 +11,7 @@ import { wrk } from '../wrk.js';
 import { startBare } from '../baselines/servers.js';
 import { atMostRow, checkRow, infoRow, notes, ratioRow, type Scenario } from '../types.js';
 import { prose } from '../corpus.js';
+import { requestsByAcceptor } from '../../src/server/metrics.js';
 
 const PATH = '/v1/convert/markdown/html';
 const CONNECTIONS = 64;
@@ -136,9 +137,8 @@ export const cheapPath: Scenario = {
 
 /** Requests answered so far by each acceptor thread (the process's /metrics, in thread order). */
 async function byAcceptor(origin: string): Promise<number[]> {
-  const text = await (await fetch(`${origin}/metrics`)).text();
   const counts: number[] = [];
-  for (const m of text.matchAll(/^docpipe_http_requests_by_acceptor_total\{acceptor="(\d+)"\} (\d+)$/gm)) counts[Number(m[1])] = Number(m[2]);
+  for (const [acceptor, n] of requestsByAcceptor(await (await fetch(`${origin}/metrics`)).text())) counts[acceptor] = n;
   return counts;
 }
 

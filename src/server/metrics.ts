@@ -29,6 +29,16 @@ interface PoolGauges {
   threads?: number;
 }
 
+
+const BY_ACCEPTOR = 'docpipe_http_requests_by_acceptor_total';
+
+/** The requests each acceptor thread has answered, read from a /metrics text (by its number). */
+export function requestsByAcceptor(metricsText: string): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const m of metricsText.matchAll(new RegExp(`^${BY_ACCEPTOR}\\{acceptor="(\\d+)"\\} (\\d+)$`, 'gm'))) out.set(Number(m[1]), Number(m[2]));
+  return out;
+}
+
 export class Metrics {
   readonly registry = new Registry();
   readonly httpRequests = new Counter({
@@ -38,7 +48,7 @@ export class Metrics {
   /** Requests by the acceptor (event loop) that served them: how connections spread over the
    *  acceptor threads (0 is the main thread's). */
   readonly acceptorRequests = new Counter({
-    name: 'docpipe_http_requests_by_acceptor_total', help: 'HTTP requests answered, by the acceptor thread that served them.',
+    name: BY_ACCEPTOR, help: 'HTTP requests answered, by the acceptor thread that served them.',
     labelNames: ['acceptor'] as const, registers: [this.registry],
   });
   readonly httpDuration = new Histogram({

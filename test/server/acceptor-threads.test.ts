@@ -14,6 +14,7 @@ import { createAccount, createKey, SCOPES } from '../../src/store/accounts.js';
 import { dropSchema, HeldExecutor, PG_URL, startWorld, type World } from '../helpers/world.js';
 import { startReceiver } from '../webhooks/receiver.js';
 import { eventually } from '../helpers/until.js';
+import { requestsByAcceptor } from '../../src/server/metrics.js';
 
 interface Answer { status: number; headers: http.IncomingHttpHeaders; body: string }
 
@@ -36,17 +37,14 @@ function fresh(w: World, method: string, path: string, opts: { json?: unknown; k
 }
 
 /** Requests each acceptor has served, from the process's /metrics. */
-async function byAcceptor(w: World): Promise<Map<string, number>> {
-  const text = (await fresh(w, 'GET', '/metrics')).body;
-  const out = new Map<string, number>();
-  for (const m of text.matchAll(/^docpipe_http_requests_by_acceptor_total\{acceptor="(\d+)"\} (\d+)$/gm)) out.set(m[1]!, Number(m[2]));
-  return out;
+async function byAcceptor(w: World): Promise<Map<number, number>> {
+  return requestsByAcceptor((await fresh(w, 'GET', '/metrics')).body);
 }
 
 /** Sends /healthz on fresh connections until two different acceptors have served (the kernel
  *  hashes each connection to a thread: 40 connections all on one of two threads would take
  *  odds of one in 2^39). */
-async function spread(w: World): Promise<Map<string, number>> {
+async function spread(w: World): Promise<Map<number, number>> {
   for (let i = 0; i < 40; i++) {
     await fresh(w, 'GET', '/healthz');
     const seen = await byAcceptor(w);
@@ -60,8 +58,8 @@ t.test('two connections are served by two acceptor threads of one process', asyn
   t.teardown(() => w.close());
   t.equal(w.app.acceptors, 2, 'the main thread and one acceptor thread');
   const seen = await spread(w);
-  t.ok((seen.get('0') ?? 0) > 0, `the main thread served requests (${seen.get('0')})`);
-  t.ok((seen.get('1') ?? 0) > 0, `the acceptor thread served requests (${seen.get('1')})`);
+  t.ok((seen.get(0) ?? 0) > 0, `the main thread served requests (${seen.get(0)})`);
+  t.ok((seen.get(1) ?? 0) > 0, `the acceptor thread served requests (${seen.get(1)})`);
   // The same conversion is readable from either thread: both answer from the one database.
   const made = await fresh(w, 'POST', '/v1/convert/markdown/html', { json: { markdown: '# Spread' } });
   t.equal(made.status, 200);
