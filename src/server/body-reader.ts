@@ -10,6 +10,40 @@ import type { HttpResponse } from 'uWebSockets.js';
  */
 const HOLD_BYTES = 1024 * 1024;
 
+/**
+ * A request whose body has arrived but that is still unanswered this long after is paused, which
+ * clears uWS's idle timeout (HTTP_IDLE_TIMEOUT_S, 10 s, counted from the last byte received; uWS
+ * checks it every 4 s) so a long wait for a conversion is not cut. Pausing at once cost two
+ * epoll_ctl calls per request (pause, and resume to answer): about 5 % of an acceptor's CPU on
+ * the cheap path, whose requests are answered within milliseconds. A sweep every REST_MS pauses
+ * the ones still waiting, between REST_MS and twice that after their last byte: well inside the
+ * idle timeout.
+ */
+const REST_MS = 1000;
+
+/** Bodies complete, requests unanswered, not yet paused; with the time their last chunk came. */
+const resting = new Map<BodyReader, number>();
+let sweep: NodeJS.Timeout | undefined;
+
+function rest(reader: BodyReader): void {
+  resting.set(reader, Date.now());
+  sweep ??= setInterval(pauseRested, REST_MS).unref();
+}
+
+function pauseRested(): void {
+  const due = Date.now() - REST_MS;
+  for (const [reader, since] of resting) {
+    // in arrival order: the first one not yet due ends the sweep
+    if (since > due) break;
+    resting.delete(reader);
+    reader.pause();
+  }
+  if (resting.size === 0) {
+    clearInterval(sweep);
+    sweep = undefined;
+  }
+}
+
 export class BodyReader {
   private queue: Array<[Buffer, boolean]> = [];
   private queued = 0;
@@ -24,9 +58,9 @@ export class BodyReader {
       const copy = Buffer.copyBytesFrom(new Uint8Array(chunk));
       if (isLast) {
         this.complete = true;
-        // The request is in: pausing clears uWS's idle timeout (10 s), which would otherwise cut
-        // a request still waiting for its conversion. The answer resumes the socket (answering).
-        this.pause();
+        // The request is in: unless it is answered first, it is paused a moment later (see
+        // REST_MS); the answer resumes the socket (answering).
+        rest(this);
       }
       if (this.sink) {
         this.sink(copy, isLast);
@@ -71,6 +105,7 @@ export class BodyReader {
 
   /** The response is about to be written (on a live response): the socket must flow again. */
   answering(): void {
+    resting.delete(this);
     if (this.paused) { this.paused = false; this.res.resume(); }
   }
 }
