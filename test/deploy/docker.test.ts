@@ -92,9 +92,11 @@ t.test('the image, npm start and the bench launch the server with the same node 
   const pkg = JSON.parse(read('package.json')) as { scripts: { start: string } };
   t.same(cmd, pkg.scripts.start.trim().split(/\s+/), 'the CMD is the start script');
   t.same(['node', ...serverNodeArgs(), 'src/main.ts'], cmd, 'the bench runs what the image runs');
-  // The HTTP threads' young generation (README, "How work runs"): the main thread's can only be set
-  // at launch, and the acceptor threads inherit the process's flag.
+  // The HTTP threads' young generation and V8's collections without helper threads (README, "How
+  // work runs"): the main thread's heap can only be set at launch, and every thread takes the
+  // process's flags.
   t.ok(cmd.includes('--max-semi-space-size=32'), 'the semi-space size is set at launch');
+  t.ok(cmd.includes('--single-threaded-gc'), 'each thread collects its own heap, without helper threads');
 });
 
 t.test('everything the server loads at run time is a production dependency', async (t) => {
