@@ -43,7 +43,7 @@ export function randomToken(length: number): string {
     const b = POOL[used++]!;
     if (b < 248) TOKEN[n++] = CODES[b % 62]!; // 248 = 4 × 62: no modulo bias
   }
-  return TOKEN.latin1Slice(0, length);
+  return TOKEN.toString('latin1', 0, length);
 }
 
 export type IdPrefix = 'acct' | 'key' | 'conv' | 'file' | 'upl' | 'wh' | 'evt' | 'job';
