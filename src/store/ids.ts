@@ -56,6 +56,7 @@ export function timeDigits(ms: number): string {
   return ms.toString(36).padStart(TIME_DIGITS, '0');
 }
 
-export function newId(prefix: IdPrefix): string {
-  return `${prefix}_${timeDigits(Date.now())}${randomToken(22 - TIME_DIGITS)}`;
+/** A new id of type `prefix`, made at `now` (milliseconds since the epoch). */
+export function newId(prefix: IdPrefix, now = Date.now()): string {
+  return `${prefix}_${timeDigits(now)}${randomToken(22 - TIME_DIGITS)}`;
 }
