@@ -18,7 +18,7 @@ import { claimKey, countMonthlyFiles } from '../billing/admission.js';
 import type { Sql } from '../store/db.js';
 import type { Pending } from '../store/blobs.js';
 import { newId } from '../store/ids.js';
-import { insertConversion, type NewFile, type ConversionRow } from '../store/conversions.js';
+import { insertConversion, type NewFile, type ConversionRow, type StartedSource } from '../store/conversions.js';
 import { finishSourceIn } from './finish.js';
 import type { Principal } from '../store/accounts.js';
 import type { ConvertRequest } from '../types.js';
@@ -96,7 +96,7 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
     if (grouped) {
       const item = rendered
         ? finishedRender(p.accountId, conversionId, req, createdAt, expiresAt, sources, rendered, outputs, storedReason)
-        : queuedConversion(p.accountId, conversionId, req, createdAt, expiresAt, sources, gated ? credits : 0, storedReason);
+        : queuedConversion(p.accountId, conversionId, req, createdAt, expiresAt, sources, gated ? credits : 0, storedReason, owner !== null);
       await ctx.group.add({
         ...item, monthlyFiles: sources.length, monthlyLimit: limits.filesPerMonth,
         claim: idem && { endpoint: idem.endpoint, key: idem.key, fingerprint: idem.fingerprint },
@@ -138,7 +138,22 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
     if (settled) await tellGate(ctx, p.accountId, conversionId, settled);
     return { conversionId, done: Promise.resolve(), pdfPages: 0, sources: sources.length, capacity: false, finished: true };
   }
-  const started = owner ? await ctx.runner.runClaimed(jobs.map(claimedRow)) : [];
+  // A job claimed in the group commit's insert starts from what was stored there, marked running
+  // (queuedConversion): the runner reads nothing back. (A conversion settled in its own
+  // transaction stores its sources queued: its jobs mark them as they start.)
+  const place = new Map(sources.map((s, i) => [s.id, i]));
+  const startedOf = (j: NewJob): StartedSource | undefined => {
+    if (!grouped) return undefined;
+    const i = place.get(j.sourceId)!;
+    const s = sources[i]!;
+    return {
+      source_id: s.id, name: s.name, mime: s.mime, blob: s.blob, position: i * 8, credits: s.credits,
+      fetched_from: s.fetched?.url ?? null, fetched_kind: s.fetched?.kind ?? null,
+      id: conversionId, account_id: p.accountId, endpoint: ENDPOINTS[req.kind], options: { ...req.options },
+      operation: isRender(req.kind) ? 'render' : 'parse', expires_at: expiresAt,
+    };
+  };
+  const started = owner ? await ctx.runner.runClaimed(jobs.map((j) => claimedRow(j, startedOf(j)))) : [];
   const outcomes = Promise.all(started);
   const done = outcomes.then(() => undefined);
   return { conversionId, done, outcomes, jobs: jobs.length, pdfPages, sources: sources.length, capacity, snapshot, storedReason };
@@ -180,17 +195,20 @@ function finishedRender(accountId: string, id: string, req: ConvertRequest, crea
   return { row, files };
 }
 
-/** The rows of a conversion stored queued, one job per source to come. */
+/** The rows of a conversion stored waiting for its jobs, one per source: running when this
+ *  process's runner claimed them in the insert and starts them right after the commit (what
+ *  marking them as each job starts cost every document a transaction of its own), else queued. */
 function queuedConversion(accountId: string, id: string, req: ConvertRequest, createdAt: Date, expiresAt: Date | null,
-  sources: PlannedSource[], reserved: number, asyncReason: AsyncReason | undefined): { row: ConversionRow; files: NewFile[] } {
+  sources: PlannedSource[], reserved: number, asyncReason: AsyncReason | undefined, claimed: boolean): { row: ConversionRow; files: NewFile[] } {
+  const status = claimed ? 'running' as const : 'queued' as const;
   const row: ConversionRow = {
     id, account_id: accountId, name: conversionName(req, sources), endpoint: ENDPOINTS[req.kind],
-    operation: isRender(req.kind) ? 'render' : 'parse', status: 'queued', async_reason: asyncReason ?? null,
+    operation: isRender(req.kind) ? 'render' : 'parse', status, async_reason: asyncReason ?? null,
     options: { ...req.options }, metadata: req.metadata ?? null, store: req.store, credits_reserved: reserved, credits_charged: 0,
     created_at: createdAt, completed_at: null, expires_at: expiresAt,
   };
   const files: NewFile[] = sources.map((s, i) => ({
-    id: s.id, position: i * 8, role: 'source' as const, name: s.name, mime: s.mime, status: 'queued' as const, bytes: s.bytes,
+    id: s.id, position: i * 8, role: 'source' as const, name: s.name, mime: s.mime, status, bytes: s.bytes,
     pages: s.count.pages, credits: s.credits, blob: s.blob, content: s.content, fetched: s.fetched,
   }));
   return { row, files };

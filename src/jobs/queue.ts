@@ -6,7 +6,7 @@
 // queue would stop. What a late query does after its deadline is safe: a claim nobody started
 // expires with its lease and is claimed again.
 import { answered, type Sql } from '../store/db.js';
-import type { ConversionStatus } from '../store/conversions.js';
+import type { ConversionStatus, StartedSource } from '../store/conversions.js';
 
 export interface JobRow {
   id: string;
@@ -17,6 +17,9 @@ export interface JobRow {
   /** Set (not stored) on the jobs a process inserted claimed and starts itself: it placed their
    *  sources' blobs before starting them (jobs/persist.ts), so none is still in pending/. */
   placed?: true;
+  /** Set (not stored) on the same jobs: their source and conversion as admission stored them
+   *  (marked running in that insert), so the runner need not read them back. */
+  started?: StartedSource;
 }
 
 /** Seconds a claim lasts without renewal (JOB_LEASE_S, for tests and tuning). */
@@ -50,8 +53,8 @@ export function insertJobs(t: Sql, jobs: NewJob[]) {
 }
 
 /** The row a runner starts from, of a job inserted claimed. */
-export function claimedRow(j: NewJob): JobRow {
-  return { id: j.id, conversion_id: j.conversionId, source_id: j.sourceId, account_id: j.accountId, attempts: 1 };
+export function claimedRow(j: NewJob, started?: StartedSource): JobRow {
+  return { id: j.id, conversion_id: j.conversionId, source_id: j.sourceId, account_id: j.accountId, attempts: 1, ...(started ? { started } : {}) };
 }
 
 /** Claims up to `limit` queued jobs, or running ones whose lease has expired, oldest first. */

@@ -32,9 +32,11 @@ const PROGRESS_EVERY_MS = 500;
 export async function runJob(ctx: ConversionContext, job: JobRow, signal: AbortSignal): Promise<JobOutcome | undefined> {
   // Each query has a deadline (see queue.ts): a query that never settles must not hold this
   // runner place for good.
-  // Marked running as it is read: one round trip. (A source found still pending below goes back
-  // to the queue marked running; its next run finds it so.)
-  const c = await answered(startSource(ctx.sql, job.conversion_id, job.source_id));
+  // A job this process claimed in its conversion's insert starts from what admission stored
+  // (marked running there); any other is marked running as it is read: one round trip. (A
+  // source found still pending below goes back to the queue marked running; its next run finds
+  // it so.)
+  const c = job.started ?? await answered(startSource(ctx.sql, job.conversion_id, job.source_id));
   if (!c) return undefined; // deleted under us: the job row went with it
   const kind = kindOfEndpoint(c.endpoint as string)!;
   const conv = { id: c.id as string, accountId: c.account_id as string, expiresAt: c.expires_at as Date | null };

@@ -30,7 +30,10 @@ for (const mode of storeModes()) {
       t.equal(res.status, 202);
       const c = await res.json() as Conv;
       t.equal(c.async_reason, 'respond_async');
-      t.not(c.status, 'completed');
+      // This process's runner claimed the job in the conversion's insert and starts it right
+      // after the commit: the rows were stored running, and the answer shows them as stored.
+      t.equal(c.status, 'running', 'stored running in its insert');
+      t.equal(c.files[0]!.status, 'running', 'and its source too');
       const live = await until(w, c.id, (x) => x.files[0]!.status === 'running');
       t.equal(live.status, 'running', 'GET shows the conversion running');
       t.match(live.files[0], { role: 'source', status: 'running', progress: { pages_done: 0 } }, 'and its source with progress');
@@ -62,6 +65,8 @@ for (const mode of storeModes()) {
       t.equal(second.status, 202);
       const c2 = await second.json() as Conv;
       t.equal(c2.async_reason, 'capacity', 'capacity, not wait_timeout: it did not wait the 30 s window');
+      t.equal(c2.status, 'queued', 'its job left for any runner once there is room: stored queued');
+      t.equal(c2.files[0]!.status, 'queued');
       t.ok(held.saturated(), 'answered while the pool is still full');
       const md = await w.req('POST', '/v1/convert/markdown/html', { json: { markdown: '# quick' } });
       t.equal(md.status, 200);
