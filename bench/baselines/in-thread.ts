@@ -26,7 +26,7 @@ export interface InThreadResult {
 
 /** Whole passes over the corpus until `minSeconds` is filled (the rule of the other baselines). */
 async function measure(exec: Executor, kind: ConverterKind, files: readonly CorpusFile[], options: ConvertOptions,
-  opts: { minSeconds: number; concurrency: number; unit: (f: CorpusFile) => number; warmup: number }): Promise<Omit<InThreadResult, 'threads' | 'rate'>> {
+  opts: { minSeconds: number; concurrency: number; unit: (f: CorpusFile) => number; warmup: number; warmSeconds?: number }): Promise<Omit<InThreadResult, 'threads' | 'rate'>> {
   const never = new AbortController().signal;
   const one = (f: CorpusFile) => exec.run({ kind, path: f.path, name: f.name, options }, never);
   let warm: InThreadResult['warm'];
@@ -35,6 +35,10 @@ async function measure(exec: Executor, kind: ConverterKind, files: readonly Corp
     const slice = files.slice(0, opts.warmup);
     const took = await runAll(slice, opts.concurrency, async (f) => { await one(f).then(() => { done += opts.unit(f); }, () => {}); });
     warm = { rate: done / took, documents: slice.length, seconds: took };
+    // Then unmeasured passes until `warmSeconds` from the start, as the API's (throughput.ts).
+    for (let spent = took; spent < (opts.warmSeconds ?? 0);) {
+      spent += await runAll(files, opts.concurrency, async (f) => { await one(f).catch(() => {}); });
+    }
   }
   let units = 0;
   let failures = 0;
@@ -56,7 +60,7 @@ async function measure(exec: Executor, kind: ConverterKind, files: readonly Corp
 
 /** The converter in this thread, one document at a time. */
 export async function inThreadRate(kind: ConverterKind, files: readonly CorpusFile[], fields: Record<string, string>,
-  opts: { minSeconds: number; unit: (f: CorpusFile) => number; warmup: number }): Promise<InThreadResult> {
+  opts: { minSeconds: number; unit: (f: CorpusFile) => number; warmup: number; warmSeconds?: number }): Promise<InThreadResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-bench-inthread-'));
   const exec = new InlineExecutor({ tmpDir: dir, allowPrivateNetwork: false });
   try {
@@ -70,7 +74,7 @@ export async function inThreadRate(kind: ConverterKind, files: readonly CorpusFi
 
 /** The converter on the pool module with `threads` threads, `concurrency` documents in flight. */
 export async function poolRate(kind: ConverterKind, files: readonly CorpusFile[], fields: Record<string, string>,
-  opts: { threads: number; concurrency: number; minSeconds: number; unit: (f: CorpusFile) => number; warmup: number }): Promise<InThreadResult> {
+  opts: { threads: number; concurrency: number; minSeconds: number; unit: (f: CorpusFile) => number; warmup: number; warmSeconds?: number }): Promise<InThreadResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-bench-pool-'));
   const exec = new PoolExecutor({ tmpDir: dir, allowPrivateNetwork: false }, { threads: opts.threads });
   try {

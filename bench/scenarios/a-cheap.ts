@@ -15,6 +15,9 @@ import { requestsByAcceptor } from '../../src/server/metrics.js';
 
 const PATH = '/v1/convert/markdown/html';
 const CONNECTIONS = 64;
+/** Seconds of load on a fresh server (or converter pool) before its steady state is measured:
+ *  here, and in B on every side (b-pdf.ts). */
+export const WARM_S = 45;
 
 /** A JSON body of exactly 1,024 bytes: a small Markdown document. */
 export function oneKbJson(): string {
@@ -48,7 +51,7 @@ export const cheapPath: Scenario = {
     // compiles or deoptimisations in four 15 s windows after 10 s of load, while the rate rose
     // from 1,765 to 2,390 req/s. The measure is the steady state, after docpipeWarmS; the
     // first runS seconds after the start are reported on their own row.
-    const docpipeWarmS = ctx.quick ? 0 : 45;
+    const docpipeWarmS = ctx.quick ? 0 : WARM_S;
     const generator = useWrk ? 'wrk' : 'the bench\'s own generator (wrk not installed)';
 
     const load = async (origin: string, seconds: number): Promise<Measured> => {

@@ -11,6 +11,7 @@ import { apiThroughput } from '../throughput.js';
 import { inThreadRate, poolRate, type InThreadResult } from '../baselines/in-thread.js';
 import { POOL_THREADS } from '../docpipe.js';
 import { infoRow, notes, ratioRow, type Ctx, type Scenario } from '../types.js';
+import { WARM_S } from './a-cheap.js';
 import path from 'node:path';
 
 /** The PDF corpus shared with scenario E. */
@@ -49,14 +50,22 @@ export const pdf: Scenario = {
     // with a warm-up of four documents, that compile ran inside the 15 s windows, two pool
     // threads' worth of it through the API and the pool module but one thread's in one thread.
     // The warm-up pass's own rate is reported beside the API's (the first pass after a start).
+    // After it, every side goes on unmeasured until WARM_S from its start: one pass was not the
+    // steady state. The server's own request and job code runs a few dozen times a second here
+    // (not thousands, as under A) and V8 was still optimising it for minutes: on one machine,
+    // with one acceptor, 619-622 pages/s after one pass, 669 after 30 s, 679-683 after 60 s,
+    // 695 after 120 s (main thread 5.6-5.7 ms of CPU a document against 4.6-5.0, V8's compiler
+    // threads and page faults behind most of the rest), where the pool module gained 1.7 % from
+    // 60 s (855 against 869 pages/s). A's steady state is taken after the same time.
     const warmup = ctx.quick ? 0 : files.length;
+    const warmSeconds = ctx.quick ? 0 : WARM_S;
     const qualities = ['fast', 'standard'] as const;
     const throughApi = async (quality: string, env: Record<string, string> = {}) => {
       const inst = await ctx.bench.start(env);
       try {
         ctx.log(`B: docpipe quality ${quality}${env.HTTP_THREADS ? ` (HTTP_THREADS=${env.HTTP_THREADS})` : ''}`);
         return await apiThroughput(inst.origin, ctx.bench.key, 'pdf', files, {
-          fields: { quality }, concurrency: POOL_THREADS * 2, minSeconds, unit, warmup,
+          fields: { quality }, concurrency: POOL_THREADS * 2, minSeconds, unit, warmup, warmSeconds,
         });
       } finally {
         await inst.stop();
@@ -69,9 +78,9 @@ export const pdf: Scenario = {
     // and 0.55× at `fast` in two runs ten minutes apart when the baselines ran once, first).
     const withoutApi = async (quality: string, when: string) => {
       ctx.log(`B: converter in this thread, quality ${quality} (${when})`);
-      const one = await inThreadRate('pdf', files, { quality }, { minSeconds, unit, warmup });
+      const one = await inThreadRate('pdf', files, { quality }, { minSeconds, unit, warmup, warmSeconds });
       ctx.log(`B: converter on the pool module ×${POOL_THREADS}, quality ${quality} (${when})`);
-      const pool = await poolRate('pdf', files, { quality }, { threads: POOL_THREADS, concurrency: POOL_THREADS * 2, minSeconds, unit, warmup });
+      const pool = await poolRate('pdf', files, { quality }, { threads: POOL_THREADS, concurrency: POOL_THREADS * 2, minSeconds, unit, warmup, warmSeconds });
       return { one, pool };
     };
     const inThread: Record<string, InThreadResult & { runs: number[] }> = {};
