@@ -7,7 +7,7 @@
 // rate limits above anything the load can reach. Each scenario gets a fresh process (so RSS
 // readings start from a clean heap) on the same schema and account; --quick shares one.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, createWriteStream, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -217,7 +217,23 @@ export async function setUpBench(opts: { reuse?: boolean } = {}): Promise<Bench>
       } finally {
         redis.disconnect();
       }
+      keepServerLogs(dataDir);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Copies the servers' logs that say anything (they run at LOG_LEVEL=warn: a quiet server leaves
+ * an empty one) to bench/results/logs/<time>/ before their directory goes, so that a scenario
+ * that went wrong can be read afterwards. (An E run once took 351 s with requests unanswered for
+ * 300 s, and its log went with the temporary directory.)
+ */
+function keepServerLogs(dataDir: string): void {
+  const logs = readdirSync(dataDir).filter((f) => /^server-\d+\.log$/.test(f) && statSync(path.join(dataDir, f)).size > 0);
+  if (logs.length === 0) return;
+  const to = path.join(ROOT, 'bench', 'results', 'logs', new Date().toISOString().replace(/[:.]/g, '-'));
+  mkdirSync(to, { recursive: true });
+  for (const f of logs) copyFileSync(path.join(dataDir, f), path.join(to, f));
+  console.log(`server logs with warnings or errors kept in ${path.relative(ROOT, to)}/`);
 }
