@@ -54,9 +54,10 @@ export const pdf: Scenario = {
     // steady state. The server's own request and job code runs a few dozen times a second here
     // (not thousands, as under A) and V8 was still optimising it for minutes: on one machine,
     // with one acceptor, 619-622 pages/s after one pass, 669 after 30 s, 679-683 after 60 s,
-    // 695 after 120 s (main thread 5.6-5.7 ms of CPU a document against 4.6-5.0, V8's compiler
-    // threads and page faults behind most of the rest), where the pool module gained 1.7 % from
-    // 60 s (855 against 869 pages/s). A's steady state is taken after the same time.
+    // 695 after 120 s (per document after one pass against after 60 s: the machine's user CPU
+    // 9.5-9.6 ms against 6.5-6.8, its system CPU 5.4-5.5 against 3.0, the main thread 5.6-5.7
+    // against 4.6-5.0), where the pool module gained 1.7 % from 60 s (855 against 869 pages/s).
+    // A's steady state is taken after the same time.
     const warmup = ctx.quick ? 0 : files.length;
     const warmSeconds = ctx.quick ? 0 : WARM_S;
     const qualities = ['fast', 'standard'] as const;
