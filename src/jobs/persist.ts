@@ -139,12 +139,11 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
     return { conversionId, done: Promise.resolve(), pdfPages: 0, sources: sources.length, capacity: false, finished: true };
   }
   // A job claimed in the group commit's insert starts from what was stored there, marked running
-  // (queuedConversion): the runner reads nothing back. (A conversion settled in its own
-  // transaction stores its sources queued: its jobs mark them as they start.)
-  const place = new Map(sources.map((s, i) => [s.id, i]));
-  const startedOf = (j: NewJob): StartedSource | undefined => {
+  // (queuedConversion): the runner reads nothing back. A grouped conversion has no failed source,
+  // so its jobs are its sources, in order. (A conversion settled in its own transaction stores its
+  // sources queued: its jobs mark them as they start.)
+  const startedOf = (i: number): StartedSource | undefined => {
     if (!grouped) return undefined;
-    const i = place.get(j.sourceId)!;
     const s = sources[i]!;
     return {
       source_id: s.id, name: s.name, mime: s.mime, blob: s.blob, position: i * 8, credits: s.credits,
@@ -153,7 +152,7 @@ export async function persist(ctx: ConversionContext, p: Principal, req: Convert
       operation: isRender(req.kind) ? 'render' : 'parse', expires_at: expiresAt,
     };
   };
-  const started = owner ? await ctx.runner.runClaimed(jobs.map((j) => claimedRow(j, startedOf(j)))) : [];
+  const started = owner ? await ctx.runner.runClaimed(jobs.map((j, i) => claimedRow(j, startedOf(i)))) : [];
   const outcomes = Promise.all(started);
   const done = outcomes.then(() => undefined);
   return { conversionId, done, outcomes, jobs: jobs.length, pdfPages, sources: sources.length, capacity, snapshot, storedReason };
