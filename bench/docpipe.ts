@@ -22,6 +22,9 @@ export const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const REDIS_URL = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const POOL_THREADS = 2;
+/** Seconds of load on a fresh server (or converter pool) before its steady state is measured: A's
+ *  docpipe, and every side of B (b-pdf.ts says why one pass was not enough). */
+export const WARM_S = 45;
 
 /** Far above what 2 cores can drive, so the load measures the service, not its limits. */
 const PLAN_OVERRIDES = {

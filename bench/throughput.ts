@@ -38,7 +38,7 @@ export async function apiThroughput(origin: string, key: string, endpoint: strin
         if (o.final === 'completed') units += opts.unit(f, o);
       });
       r.warm = { rate: units / seconds, documents: warm, seconds };
-      // Then unmeasured passes until `warmSeconds` from the start (see WARM_S in b-pdf.ts).
+      // Then unmeasured passes until `warmSeconds` from the start (WARM_S in docpipe.ts, b-pdf.ts).
       for (let spent = seconds; spent < (opts.warmSeconds ?? 0);) {
         spent += await runAll(files, opts.concurrency, async (_f, i) => {
           await convert(pool, key, endpoint, bodies[i]!, { query: '?wait=60' });

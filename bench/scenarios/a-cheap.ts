@@ -12,12 +12,10 @@ import { startBare } from '../baselines/servers.js';
 import { atMostRow, checkRow, infoRow, notes, ratioRow, type Scenario } from '../types.js';
 import { prose } from '../corpus.js';
 import { requestsByAcceptor } from '../../src/server/metrics.js';
+import { WARM_S } from '../docpipe.js';
 
 const PATH = '/v1/convert/markdown/html';
 const CONNECTIONS = 64;
-/** Seconds of load on a fresh server (or converter pool) before its steady state is measured:
- *  here, and in B on every side (b-pdf.ts). */
-export const WARM_S = 45;
 
 /** A JSON body of exactly 1,024 bytes: a small Markdown document. */
 export function oneKbJson(): string {

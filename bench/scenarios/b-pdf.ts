@@ -9,9 +9,8 @@ import { pooled, runCommandBaseline, spread } from '../baselines/commands.js';
 import { generatedPdfs, texlivePdfs, type CorpusFile } from '../corpus.js';
 import { apiThroughput } from '../throughput.js';
 import { inThreadRate, poolRate, type InThreadResult } from '../baselines/in-thread.js';
-import { POOL_THREADS } from '../docpipe.js';
+import { POOL_THREADS, WARM_S } from '../docpipe.js';
 import { infoRow, notes, ratioRow, type Ctx, type Scenario } from '../types.js';
-import { WARM_S } from './a-cheap.js';
 import path from 'node:path';
 
 /** The PDF corpus shared with scenario E. */
