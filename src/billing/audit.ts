@@ -17,10 +17,10 @@
 // - a grant the gate never heard of (the admin CLI run without Redis settings, or a gate that was
 //   away when told): every pass also looks at the accounts granted credits lately (the last
 //   minute, the last day at a process's first pass), whether active here or not, and when the
-//   gate's balance differs from the ledger's, drops the account from the gate (forget) so that
-//   its next use rebuilds it from the ledger.
+//   gate's balance lacks money the ledger has, beyond what the submits and settles in flight
+//   explain, adds the difference to the gate (unheard).
 import type { Sql } from '../store/db.js';
-import type { Gate } from './gate.js';
+import type { Gate, Holdings } from './gate.js';
 import { readLedger } from './ledger.js';
 
 /** How far back each pass looks for grants: far longer than a grant's transaction takes to
@@ -40,8 +40,8 @@ export interface AuditCounts {
   released: number;
   /** Open ledger reservations the gate had lost: adopted. */
   adopted: number;
-  /** Granted accounts whose gate balance disagreed with the ledger: dropped to be rebuilt. */
-  rebuilt: number;
+  /** Granted accounts whose gate balance missed money of the ledger (a grant): adjusted by it. */
+  adjusted: number;
 }
 
 export class GateAudit {
@@ -49,6 +49,8 @@ export class GateAudit {
   /** `${kind}:${account}:${conversion}` -> when first seen out of line. */
   private readonly suspects = new Map<string, number>();
   private running = false;
+  /** Granted accounts whose gate moved under every look so far: looked at again each pass. */
+  private readonly unsure = new Set<string>();
   /** The database's clock at the start of the last pass; undefined before the first. */
   private lastPass: Date | undefined;
 
@@ -60,7 +62,7 @@ export class GateAudit {
 
   /** One pass over the watched accounts; a pass already under way is not doubled. */
   async run(): Promise<AuditCounts> {
-    const total: AuditCounts = { settled: 0, released: 0, adopted: 0, rebuilt: 0 };
+    const total: AuditCounts = { settled: 0, released: 0, adopted: 0, adjusted: 0 };
     if (this.running) return total;
     this.running = true;
     try {
@@ -73,7 +75,7 @@ export class GateAudit {
         if (inLine && Date.now() - seen > WATCH_MS) this.watched.delete(accountId);
       }
       // After the reservations are mended, so that a difference left is the balance's own.
-      total.rebuilt = await this.granted();
+      total.adjusted = await this.granted();
     } finally {
       this.running = false;
     }
@@ -81,7 +83,7 @@ export class GateAudit {
   }
 
   /** Brings the gate in line with the ledger for the accounts granted credits since the last
-   *  pass (see the head of this file); says how many were dropped to be rebuilt. */
+   *  pass (see the head of this file); says how many were adjusted. */
   private async granted(): Promise<number> {
     const [{ now }] = await this.sql<Array<{ now: Date }>>`select now() as now`;
     const since = this.lastPass === undefined
@@ -89,30 +91,57 @@ export class GateAudit {
       : new Date(this.lastPass.getTime() - GRANT_OVERLAP_S * 1000);
     const accounts = await this.sql<Array<{ account_id: string }>>`
       select distinct account_id from ledger where kind = 'grant' and created_at > ${since}`;
-    let rebuilt = 0;
-    for (const { account_id: accountId } of accounts) {
-      const held = await this.gate.balance(accountId);
-      if (held === null) continue; // not loaded: its next use reads the ledger
-      const ledger = await readLedger(this.sql, accountId);
-      if (held === ledger.balance) continue;
-      // A submit in flight (reserved in the gate, its ledger row not committed yet) lowers the
-      // gate's balance by its credits: that is no grant the gate missed, and dropping the account
-      // then would only make the next submit rebuild it.
-      const inLedger = new Set(ledger.reservations.map((r) => r.conversionId));
-      let inFlight = 0;
-      for (const [conversionId, credits] of (await this.gate.held(accountId)) ?? []) {
-        if (!inLedger.has(conversionId)) inFlight += credits;
+    let adjusted = 0;
+    for (const accountId of new Set([...accounts.map((a) => a.account_id), ...this.unsure])) {
+      const missing = await this.unheard(accountId);
+      if (missing === undefined) {
+        this.unsure.add(accountId);
+        continue;
       }
-      if (inFlight > 0 && held + inFlight === ledger.balance) continue;
-      await this.gate.forget(accountId);
-      rebuilt++;
+      this.unsure.delete(accountId);
+      if (missing !== 0 && (await this.gate.adjust(accountId, missing)).applied) adjusted++;
     }
     this.lastPass = now;
-    return rebuilt;
+    return adjusted;
+  }
+
+  /**
+   * What the gate's balance lacks of the ledger's (negative: holds beyond it) once every submit
+   * and settle in flight is accounted for: money the gate was never told of, such as a grant.
+   * The gate is read before and after the ledger, and the answer counts only when it did not move
+   * in between: then every conversion stood still on the gate's side while the one ledger
+   * statement saw it at some step, and each step has a known effect on the two balances:
+   * - held by the gate, no ledger row yet (a submit in flight): the gate has taken its credits;
+   * - held by the gate, released in the ledger (the gate not told yet): the gate has taken the
+   *   reservation where the ledger took the charge;
+   * - open in the ledger, not held by the gate (lost; account() adopts it): the ledger has taken
+   *   its credits.
+   * Undefined when the gate moved: a busy account is asked again at every pass until one finds it
+   * still. Dropping it instead, to be rebuilt from the ledger, would lose the reservations of its
+   * submits in flight, and make every request of the busy account read the whole ledger until a
+   * rebuild lands between two settles (the 2026-11-28 bench's E stalled minutes so).
+   */
+  private async unheard(accountId: string): Promise<number | undefined> {
+    const before = await this.gate.holdings(accountId);
+    if (before === null) return 0; // not loaded: its next use reads the ledger
+    const ledger = await readLedger(this.sql, accountId, [...before.held.keys()]);
+    const after = await this.gate.holdings(accountId);
+    if (after === null) return 0;
+    if (!sameHoldings(before, after)) return undefined;
+    let expected = ledger.balance;
+    const open = new Map(ledger.reservations.map((r) => [r.conversionId, r.credits]));
+    for (const [conversionId, credits] of before.held) {
+      const entry = ledger.about?.get(conversionId);
+      if (open.has(conversionId)) expected += open.get(conversionId)! - credits;
+      else if (!entry || entry.reserved === null) expected -= credits;
+      else if (entry.released) expected -= credits - entry.charged;
+    }
+    for (const [conversionId, credits] of open) if (!before.held.has(conversionId)) expected += credits;
+    return expected - before.balance;
   }
 
   /** Audits one account now. */
-  async account(accountId: string): Promise<Omit<AuditCounts, 'rebuilt'> & { outOfLine: number }> {
+  async account(accountId: string): Promise<Omit<AuditCounts, 'adjusted'> & { outOfLine: number }> {
     const out = { settled: 0, released: 0, adopted: 0, outOfLine: 0 };
     // The gate first, the ledger after: a reservation made in between is in the ledger only if
     // the gate had it first, and adopt() leaves a held reservation alone.
@@ -177,4 +206,10 @@ export class GateAudit {
     this.suspects.delete(key);
     return true;
   }
+}
+
+function sameHoldings(a: Holdings, b: Holdings): boolean {
+  if (a.balance !== b.balance || a.held.size !== b.held.size) return false;
+  for (const [conversionId, credits] of a.held) if (b.held.get(conversionId) !== credits) return false;
+  return true;
 }

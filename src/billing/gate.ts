@@ -81,6 +81,11 @@ export type RateResult =
   | { allowed: true; remaining: number; balance: BalanceRead }
   | ({ allowed: false } & Extract<GateRefusal, { refusal: Refusal.RateLimited }>);
 
+export interface Holdings {
+  balance: number;
+  held: Map<string, number>;
+}
+
 export type BalanceRead = { kind: 'loaded'; balance: number } | { kind: 'not_loaded'; epoch: string };
 
 export interface Gate {
@@ -103,6 +108,8 @@ export interface Gate {
   rateLimit(accountId: string, perMinute: number): Promise<RateResult>;
   /** The reservations held (conversion id -> credits), or null when the account is not loaded. */
   held(accountId: string): Promise<Map<string, number> | null>;
+  /** The balance and the reservations held, both of one moment; null when not loaded. */
+  holdings(accountId: string): Promise<Holdings | null>;
   /** Holds a reservation the ledger has open but the gate lost, taking its credits from the
    *  balance (audit.ts); false when not loaded or already held (nothing changed). */
   adopt(accountId: string, conversionId: string, credits: number): Promise<boolean>;

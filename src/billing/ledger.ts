@@ -21,17 +21,44 @@ export interface Settlement {
   first: boolean;
 }
 
-/** Balance and open reservations, read in one statement so both come from one snapshot. */
-export async function readLedger(sql: Sql, accountId: string): Promise<LedgerSnapshot> {
+/** What the ledger holds of one conversion: its reservation (null when none was written yet),
+ *  whether it was released, and what it was charged. */
+export interface LedgerEntry {
+  reserved: number | null;
+  released: boolean;
+  charged: number;
+}
+
+/** A ledger snapshot, with the rows of the conversions asked `about` (when asked) read in the
+ *  same moment. */
+export interface LedgerView extends LedgerSnapshot {
+  about?: Map<string, LedgerEntry>;
+}
+
+/** Balance and open reservations, read in one statement so both come from one snapshot; with the
+ *  ledger rows of the conversions `about` (the gate audit's question), from that snapshot too. */
+export async function readLedger(sql: Sql, accountId: string, about: readonly string[] = []): Promise<LedgerView> {
   const [row] = await sql`
     with l as (select conversion_id, kind, amount from ledger where account_id = ${accountId})
     select coalesce((select sum(amount) from l), 0)::text as balance,
       coalesce((select json_agg(json_build_object('c', r.conversion_id, 'n', -r.amount))
                 from l r where r.kind = 'reserve'
                   and not exists (select 1 from l x where x.conversion_id = r.conversion_id and x.kind = 'release')),
-               '[]'::json) as open`;
+               '[]'::json) as open,
+      coalesce((select json_agg(json_build_object('c', a.conversion_id, 'k', a.kind, 'n', -a.amount))
+                from l a where a.conversion_id = any(${sql.array([...about])}::text[])),
+               '[]'::json) as about`;
   const open = row!.open as Array<{ c: string; n: number }>;
-  return { balance: Number(row!.balance), reservations: open.map((r) => ({ conversionId: r.c, credits: r.n })) };
+  const entries = new Map<string, LedgerEntry>();
+  for (const r of row!.about as Array<{ c: string; k: string; n: number }>) {
+    const e = entries.get(r.c) ?? { reserved: null, released: false, charged: 0 };
+    if (r.k === 'reserve') e.reserved = r.n;
+    else if (r.k === 'release') e.released = true;
+    else if (r.k === 'charge') e.charged = r.n;
+    entries.set(r.c, e);
+  }
+  const snapshot = { balance: Number(row!.balance), reservations: open.map((r) => ({ conversionId: r.c, credits: r.n })) };
+  return about.length === 0 ? snapshot : { ...snapshot, about: entries };
 }
 
 /** Writes the reserve row of a conversion; call it inside the transaction that inserts it. */
@@ -111,12 +138,50 @@ export async function settleRows(tx: Sql, accountId: string, conversionId: strin
   return { reserved, charged: applied, first: true };
 }
 
+/**
+ * Reads of one account's ledger, shared: a read starts after the call that asks for it (a gate
+ * load needs a snapshot newer than the epoch its caller saw), and the calls that come while one
+ * runs share the next. A burst of requests on an account the gate does not hold (after a Redis
+ * restart or a forget) then costs its thread two reads at a time, not one per request: each read
+ * of the whole account made a convoy of a busy account's requests on the database, slower with
+ * every one, so that a load rarely landed between two settles.
+ */
+class SharedReads {
+  private readonly accounts = new Map<string, { tail: Promise<unknown>; next?: Promise<LedgerSnapshot> }>();
+
+  constructor(private readonly sql: Sql) {}
+
+  read(accountId: string): Promise<LedgerSnapshot> {
+    let a = this.accounts.get(accountId);
+    if (!a) {
+      a = { tail: Promise.resolve() };
+      this.accounts.set(accountId, a);
+    }
+    if (a.next) return a.next;
+    const account = a;
+    const next = account.tail.then(() => {
+      account.next = undefined; // running: later calls wait for the one after it
+      return readLedger(this.sql, accountId);
+    });
+    account.next = next;
+    const tail: Promise<unknown> = next.then(() => {}, () => {}).then(() => {
+      if (account.tail === tail) this.accounts.delete(accountId); // none asked since: forget the account
+    });
+    account.tail = tail;
+    return next;
+  }
+}
+
 /** The ledger and the running server's gate, kept in step. */
 export class Ledger {
-  constructor(readonly sql: Sql, readonly gate: Gate) {}
+  private readonly reads: SharedReads;
 
-  /** For reserveWithRebuild. */
-  readonly readLedger = (accountId: string): Promise<LedgerSnapshot> => readLedger(this.sql, accountId);
+  constructor(readonly sql: Sql, readonly gate: Gate) {
+    this.reads = new SharedReads(sql);
+  }
+
+  /** For reserveWithRebuild: a snapshot read after the call (shared with the calls beside it). */
+  readonly readLedger = (accountId: string): Promise<LedgerSnapshot> => this.reads.read(accountId);
 
   async grant(accountId: string, amount: number, note: string): Promise<void> {
     await writeGrant(this.sql, accountId, amount, note);
@@ -130,7 +195,7 @@ export class Ledger {
   async balance(accountId: string, read?: BalanceRead): Promise<number> {
     const held = read ?? await this.gate.readBalance(accountId);
     if (held.kind === 'loaded') return held.balance;
-    const snapshot = await readLedger(this.sql, accountId);
+    const snapshot = await this.readLedger(accountId);
     await this.gate.load(accountId, snapshot, held.epoch);
     return snapshot.balance;
   }

@@ -8,7 +8,7 @@ import {
   CONCURRENCY_RETRY_AFTER_S, EPOCH_TTL_S, RATE_WINDOW_MS, Refusal,
   checkAdjust, checkId, checkLoad, checkReserve, checkSettle,
   type AdjustResult, type Gate, type LedgerSnapshot, type LoadResult, type RateResult,
-  type ReserveRequest, type ReserveResult, type SettleResult, type BalanceRead,
+  type ReserveRequest, type ReserveResult, type SettleResult, type BalanceRead, type Holdings,
 } from './gate.js';
 
 interface Expiring<T> { value: T; expiresAt: number }
@@ -157,8 +157,12 @@ export class LocalGate implements Gate {
   }
 
   async held(accountId: string): Promise<Map<string, number> | null> {
+    return (await this.holdings(accountId))?.held ?? null;
+  }
+
+  async holdings(accountId: string): Promise<Holdings | null> {
     const a = this.account(accountId);
-    return a.balance === null ? null : new Map(a.reservations);
+    return a.balance === null ? null : { balance: a.balance, held: new Map(a.reservations) };
   }
 
   async adopt(accountId: string, conversionId: string, credits: number): Promise<boolean> {

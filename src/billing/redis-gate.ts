@@ -18,7 +18,7 @@ import {
   CONCURRENCY_RETRY_AFTER_S, EPOCH_TTL_S, RATE_WINDOW_MS, Refusal,
   checkAdjust, checkId, checkLoad, checkReserve, checkSettle,
   type AdjustResult, type Gate, type LedgerSnapshot, type LoadResult, type RateResult,
-  type ReserveRequest, type ReserveResult, type SettleResult, type BalanceRead,
+  type ReserveRequest, type ReserveResult, type SettleResult, type BalanceRead, type Holdings,
 } from './gate.js';
 
 type Reply = Array<number | string>;
@@ -183,13 +183,17 @@ export class RedisGate implements Gate {
   }
 
   async held(accountId: string): Promise<Map<string, number> | null> {
+    return (await this.holdings(accountId))?.held ?? null;
+  }
+
+  async holdings(accountId: string): Promise<Holdings | null> {
     const k = this.keys(accountId);
     // One MULTI: the balance and the reservations of one moment.
-    const r = await this.redis.multi().exists(k.balance).hgetall(k.reservations).exec();
-    if (!r || r.some(([err]) => err)) throw r?.find(([err]) => err)?.[0] ?? new Error('billing: held() was not answered');
-    if (r[0]![1] === 0) return null;
+    const r = await this.redis.multi().get(k.balance).hgetall(k.reservations).exec();
+    if (!r || r.some(([err]) => err)) throw r?.find(([err]) => err)?.[0] ?? new Error('billing: holdings() was not answered');
+    if (r[0]![1] === null) return null;
     const all = r[1]![1] as Record<string, string>;
-    return new Map(Object.entries(all).map(([conv, credits]) => [conv, Number(credits)]));
+    return { balance: Number(r[0]![1]), held: new Map(Object.entries(all).map(([conv, credits]) => [conv, Number(credits)])) };
   }
 
   async adopt(accountId: string, conversionId: string, credits: number): Promise<boolean> {

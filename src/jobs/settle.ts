@@ -16,7 +16,7 @@ export async function sweep(ctx: ConversionContext): Promise<void> {
   const settled = await settleLost(ctx);
   if (settled > 0) ctx.billing.onMend?.('settled conversions whose settle was lost', { conversions: settled });
   const a = await ctx.audit.run();
-  if (a.settled + a.released + a.adopted + a.rebuilt > 0) ctx.billing.onMend?.('gate reservations brought in line with the ledger', { ...a });
+  if (a.settled + a.released + a.adopted + a.adjusted > 0) ctx.billing.onMend?.('gate reservations brought in line with the ledger', { ...a });
   const b = await resolvePending(ctx);
   if (b.placed + b.removed > 0) ctx.billing.onMend?.('blobs left pending by a crash resolved by their rows', { ...b });
 }

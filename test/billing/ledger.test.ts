@@ -90,6 +90,36 @@ for (const [name, make] of Object.entries(gates)) {
       t.equal(await gate.balance(a), 57);
     });
 
+    await t.test('balance reads of an account the gate does not hold share the ledger reads made after them', async (t) => {
+      const a = await newAccount();
+      await ledger.grant(a, 40, 'start');
+      await gate.forget(a);
+      // Counts this ledger's statements, and holds the answer of the first one until `release`
+      // (its statement runs at once: its snapshot is of that moment).
+      let statements = 0;
+      let release!: () => void;
+      const held = new Promise<void>((r) => { release = r; });
+      const counting = new Proxy(sql, {
+        apply(target, self, args) {
+          statements++;
+          const answer = Promise.resolve(Reflect.apply(target, self, args) as PromiseLike<unknown>);
+          return statements === 1 ? held.then(() => answer) : answer;
+        },
+      });
+      const shared = new Ledger(counting, gate);
+      const first = Array.from({ length: 10 }, () => shared.balance(a));
+      while (statements === 0) await new Promise((r) => setImmediate(r));
+      // Money the first read cannot see: the calls made now must be answered from a later read.
+      await sql`insert into ledger (account_id, kind, amount) values (${a}, 'grant', 2)`;
+      const later = Array.from({ length: 10 }, () => shared.balance(a));
+      await new Promise((r) => setImmediate(r));
+      t.equal(statements, 1, 'the calls made while a read runs wait for it to end before theirs starts');
+      release();
+      t.strictSame(await Promise.all(first), Array(10).fill(40), 'ten calls, one read');
+      t.strictSame(await Promise.all(later), Array(10).fill(42), 'ten calls made during it: one read after it, which saw the grant');
+      t.equal(statements, 2, 'two ledger reads in all');
+    });
+
     await t.test('open reservations are listed and already subtracted', async (t) => {
       const a = await newAccount();
       await ledger.grant(a, 100, 'start');

@@ -49,15 +49,39 @@ for (const gateKind of ['redis', 'local'] as const) {
       t.equal(await gate.balance(accountId), 975, 'charged 25 of the 40 reserved');
     });
 
-    await t.test('an account granted lately is dropped for a grant the gate missed, not for a submit in flight', async (t) => {
+    await t.test('a grant the gate missed is added to it, while submits and settles in flight are not taken for one', async (t) => {
       const fresh = await w.newKey({ credits: 100 }); // a grant row a minute old at most
-      const watcher = new GateAudit(sql, gate, 300);
+      let moving = false;
+      // The gate as the audit sees it; while `moving`, a submit reserves between the audit's two
+      // looks at the account, as under a flood.
+      const busy: typeof gate = Object.create(gate, {
+        holdings: {
+          value: async (accountId: string) => {
+            const h = await gate.holdings(accountId);
+            if (moving && accountId === fresh.accountId) {
+              moving = false;
+              await reserveInGate(w, accountId, 1);
+            }
+            return h;
+          },
+        },
+      });
+      const watcher = new GateAudit(sql, busy, 300);
       await reserveInGate(w, fresh.accountId, 30); // in the gate, its ledger row not committed yet
-      t.equal((await watcher.run()).rebuilt, 0, 'a reservation in flight is not a missed grant');
-      t.equal(await gate.balance(fresh.accountId), 70, 'the gate keeps the account');
+      const told = await reserveInGate(w, fresh.accountId, 20);
+      // Settled in the ledger (5 charged of 20), the gate not told yet.
+      await ledgerRows(sql, fresh.accountId, told, [['reserve', -20], ['release', 20], ['charge', -5]]);
+      t.equal((await watcher.run()).adjusted, 0, 'a reservation in flight and a settle not yet told are no missed grant');
+      t.equal(await gate.balance(fresh.accountId), 50, 'the gate is left as it was');
       await sql`insert into ledger (account_id, kind, amount) values (${fresh.accountId}, 'grant', 5)`; // the gate never told
-      t.equal((await watcher.run()).rebuilt, 1, 'a grant the gate never heard of drops the account');
-      t.equal(await gate.balance(fresh.accountId), null, 'its next use rebuilds it from the ledger');
+      moving = true;
+      t.equal((await watcher.run()).adjusted, 0, 'the gate moved between the audit\'s two looks: no conclusion');
+      t.equal(await gate.balance(fresh.accountId), 49, 'nothing added (the submit that moved it took 1)');
+      t.equal((await watcher.run()).adjusted, 1, 'the next pass finds the gate still and adds the grant it missed');
+      t.equal(await gate.balance(fresh.accountId), 54, 'the 5 granted are there');
+      t.equal((await gate.held(fresh.accountId))!.size, 3, 'and the account keeps its reservations (it is not rebuilt)');
+      t.equal((await watcher.run()).adjusted, 0, 'once only');
+      t.equal(await gate.balance(fresh.accountId), 54);
     });
 
     await t.test('a reservation with no ledger row is released once past the grace period, not before', async (t) => {
