@@ -35,18 +35,24 @@ export interface LedgerView extends LedgerSnapshot {
   about?: Map<string, LedgerEntry>;
 }
 
-/** Balance and open reservations, read in one statement so both come from one snapshot; with the
- *  ledger rows of the conversions `about` (the gate audit's question), from that snapshot too. */
+/**
+ * Balance and open reservations, read in one statement so both come from one snapshot; with the
+ * ledger rows of the conversions `about` (the gate audit's question), from that snapshot too.
+ * One pass over the account's rows whatever the plan: the open reservations are its conversions
+ * grouped, not each reservation looked up among the rows again (an anti-join of the rows with
+ * themselves, which Postgres ran as a nested loop when the table had no statistics yet: 10.7 s
+ * for an account of 30,000 rows, against 15–18 ms grouped).
+ */
 export async function readLedger(sql: Sql, accountId: string, about: readonly string[] = []): Promise<LedgerView> {
   const [row] = await sql`
     with l as (select conversion_id, kind, amount from ledger where account_id = ${accountId})
     select coalesce((select sum(amount) from l), 0)::text as balance,
-      coalesce((select json_agg(json_build_object('c', r.conversion_id, 'n', -r.amount))
-                from l r where r.kind = 'reserve'
-                  and not exists (select 1 from l x where x.conversion_id = r.conversion_id and x.kind = 'release')),
+      coalesce((select json_agg(json_build_object('c', o.conversion_id, 'n', o.n))
+                from (select conversion_id, -min(amount) as n from l where kind in ('reserve', 'release')
+                      group by conversion_id having bool_and(kind = 'reserve')) o),
                '[]'::json) as open,
       coalesce((select json_agg(json_build_object('c', a.conversion_id, 'k', a.kind, 'n', -a.amount))
-                from l a where a.conversion_id = any(${sql.array([...about])}::text[])),
+                from ledger a where a.conversion_id = any(${sql.array([...about])}::text[]) and a.account_id = ${accountId}),
                '[]'::json) as about`;
   const open = row!.open as Array<{ c: string; n: number }>;
   const entries = new Map<string, LedgerEntry>();
