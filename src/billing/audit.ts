@@ -20,7 +20,7 @@
 //   gate's balance lacks money the ledger has, beyond what the submits and settles in flight
 //   explain, adds the difference to the gate (unheard).
 import type { Sql } from '../store/db.js';
-import type { Gate, Holdings } from './gate.js';
+import { heldText, type Gate, type Holdings } from './gate.js';
 import { readLedger } from './ledger.js';
 
 /** How far back each pass looks for grants: far longer than a grant's transaction takes to
@@ -93,13 +93,13 @@ export class GateAudit {
       select distinct account_id from ledger where kind = 'grant' and created_at > ${since}`;
     let adjusted = 0;
     for (const accountId of new Set([...accounts.map((a) => a.account_id), ...this.unsure])) {
-      const missing = await this.unheard(accountId);
-      if (missing === undefined) {
+      const found = await this.unheard(accountId);
+      if (found === undefined) {
         this.unsure.add(accountId);
         continue;
       }
       this.unsure.delete(accountId);
-      if (missing !== 0 && (await this.gate.adjust(accountId, missing)).applied) adjusted++;
+      if (found && found.missing !== 0 && (await this.gate.mend(accountId, found.missing, found.seen)).applied) adjusted++;
     }
     this.lastPass = now;
     return adjusted;
@@ -116,18 +116,21 @@ export class GateAudit {
    *   reservation where the ledger took the charge;
    * - open in the ledger, not held by the gate (lost; account() adopts it): the ledger has taken
    *   its credits.
-   * Undefined when the gate moved: a busy account is asked again at every pass until one finds it
-   * still. Dropping it instead, to be rebuilt from the ledger, would lose the reservations of its
-   * submits in flight, and make every request of the busy account read the whole ledger until a
-   * rebuild lands between two settles (the 2026-11-28 bench's E stalled minutes so).
+   * Null when the gate does not hold the account (its next use reads the ledger); undefined when
+   * the gate moved: a busy account is asked again at every pass until one finds it still. The
+   * mend is made only while the gate is still as seen (Gate.mend), so that the audits of two
+   * processes that saw the same moment add the difference once. Dropping the account instead, to
+   * be rebuilt from the ledger, would lose the reservations of its submits in flight, and make
+   * every request of a busy account read the whole ledger until a rebuild lands between two
+   * settles (the 2026-11-28 bench's E stalled minutes so).
    */
-  private async unheard(accountId: string): Promise<number | undefined> {
+  private async unheard(accountId: string): Promise<{ missing: number; seen: Holdings } | null | undefined> {
     const before = await this.gate.holdings(accountId);
-    if (before === null) return 0; // not loaded: its next use reads the ledger
+    if (before === null) return null; // not loaded: its next use reads the ledger
     const ledger = await readLedger(this.sql, accountId, [...before.held.keys()]);
     const after = await this.gate.holdings(accountId);
-    if (after === null) return 0;
-    if (!sameHoldings(before, after)) return undefined;
+    if (after === null) return null;
+    if (after.balance !== before.balance || heldText(after.held) !== heldText(before.held)) return undefined;
     let expected = ledger.balance;
     const open = new Map(ledger.reservations.map((r) => [r.conversionId, r.credits]));
     for (const [conversionId, credits] of before.held) {
@@ -137,7 +140,7 @@ export class GateAudit {
       else if (entry.released) expected -= credits - entry.charged;
     }
     for (const [conversionId, credits] of open) if (!before.held.has(conversionId)) expected += credits;
-    return expected - before.balance;
+    return { missing: expected - before.balance, seen: before };
   }
 
   /** Audits one account now. */
@@ -206,10 +209,4 @@ export class GateAudit {
     this.suspects.delete(key);
     return true;
   }
-}
-
-function sameHoldings(a: Holdings, b: Holdings): boolean {
-  if (a.balance !== b.balance || a.held.size !== b.held.size) return false;
-  for (const [conversionId, credits] of a.held) if (b.held.get(conversionId) !== credits) return false;
-  return true;
 }

@@ -110,6 +110,9 @@ export interface Gate {
   held(accountId: string): Promise<Map<string, number> | null>;
   /** The balance and the reservations held, both of one moment; null when not loaded. */
   holdings(accountId: string): Promise<Holdings | null>;
+  /** Adds `delta` to the balance only while the account holds exactly `seen` (the gate audit's
+   *  mend: two audits that saw one moment add it once); not applied otherwise. */
+  mend(accountId: string, delta: number, seen: Holdings): Promise<AdjustResult>;
   /** Holds a reservation the ledger has open but the gate lost, taking its credits from the
    *  balance (audit.ts); false when not loaded or already held (nothing changed). */
   adopt(accountId: string, conversionId: string, credits: number): Promise<boolean>;
@@ -195,6 +198,11 @@ export function checkLoad(accountId: string, snapshot: LedgerSnapshot): void {
     if (seen.has(r.conversionId)) throw new TypeError(`reservation ${r.conversionId} is listed twice`);
     seen.add(r.conversionId);
   }
+}
+
+/** Holdings as one comparable text: "conversionId<TAB>credits" lines in id order (mend-2.lua). */
+export function heldText(held: Map<string, number>): string {
+  return [...held].map(([conversionId, credits]) => `${conversionId}\t${credits}`).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).join('\n');
 }
 
 export function checkAdjust(accountId: string, delta: number): void {

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   CONCURRENCY_RETRY_AFTER_S, EPOCH_TTL_S, RATE_WINDOW_MS, Refusal,
-  checkAdjust, checkId, checkLoad, checkReserve, checkSettle,
+  checkAdjust, checkId, heldText, checkLoad, checkReserve, checkSettle,
   type AdjustResult, type Gate, type LedgerSnapshot, type LoadResult, type RateResult,
   type ReserveRequest, type ReserveResult, type SettleResult, type BalanceRead, type Holdings,
 } from './gate.js';
@@ -163,6 +163,14 @@ export class LocalGate implements Gate {
   async holdings(accountId: string): Promise<Holdings | null> {
     const a = this.account(accountId);
     return a.balance === null ? null : { balance: a.balance, held: new Map(a.reservations) };
+  }
+
+  async mend(accountId: string, delta: number, seen: Holdings): Promise<AdjustResult> {
+    checkAdjust(accountId, delta);
+    const a = this.account(accountId);
+    if (a.balance === null || a.balance !== seen.balance || heldText(a.reservations) !== heldText(seen.held)) return { applied: false };
+    a.balance += delta;
+    return { applied: true, balance: a.balance };
   }
 
   async adopt(accountId: string, conversionId: string, credits: number): Promise<boolean> {

@@ -15,7 +15,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis, type Cluster } from 'ioredis';
 import {
-  CONCURRENCY_RETRY_AFTER_S, EPOCH_TTL_S, RATE_WINDOW_MS, Refusal,
+  CONCURRENCY_RETRY_AFTER_S, EPOCH_TTL_S, RATE_WINDOW_MS, Refusal, heldText,
   checkAdjust, checkId, checkLoad, checkReserve, checkSettle,
   type AdjustResult, type Gate, type LedgerSnapshot, type LoadResult, type RateResult,
   type ReserveRequest, type ReserveResult, type SettleResult, type BalanceRead, type Holdings,
@@ -194,6 +194,13 @@ export class RedisGate implements Gate {
     if (r[0]![1] === null) return null;
     const all = r[1]![1] as Record<string, string>;
     return { balance: Number(r[0]![1]), held: new Map(Object.entries(all).map(([conv, credits]) => [conv, Number(credits)])) };
+  }
+
+  async mend(accountId: string, delta: number, seen: Holdings): Promise<AdjustResult> {
+    checkAdjust(accountId, delta);
+    const k = this.keys(accountId);
+    const r = await this.run('mend', k.balance, k.reservations, delta, String(seen.balance), heldText(seen.held));
+    return r[0] === 1 ? { applied: true, balance: Number(r[1]) } : { applied: false };
   }
 
   async adopt(accountId: string, conversionId: string, credits: number): Promise<boolean> {

@@ -308,7 +308,7 @@ export class LinkedAudit implements AuditWatch {
 /** Every method of the Gate interface but close (a record, so that a new method must be named here). */
 const GATE_METHODS: Record<GateMethod, true> = {
   reserve: true, settle: true, release: true, load: true, adjust: true, balance: true, readBalance: true, running: true,
-  rateLimit: true, held: true, holdings: true, adopt: true, forget: true,
+  rateLimit: true, held: true, holdings: true, mend: true, adopt: true, forget: true,
 };
 
 /** The process's in-process gate, reached over the link (no Redis configured). */

@@ -248,6 +248,26 @@ for (const [name, h] of Object.entries(harnesses)) {
       t.strictSame(await gate.reserve(req(a, 1, 1)), { kind: 'reserved', balance: 122 });
     });
 
+    t.test('mend adds to the balance only while the account is exactly as seen, so two menders add once', async (t) => {
+      const a = newAccount();
+      t.equal(await gate.holdings(a), null, 'not loaded: nothing to see');
+      t.strictSame(await gate.mend(a, 5, { balance: 0, held: new Map() }), { applied: false }, 'and nothing to mend');
+      await fund(gate, a, 10);
+      t.match(await gate.reserve(req(a, 1, 3)), { kind: 'reserved', balance: 7 });
+      const seen = (await gate.holdings(a))!;
+      t.strictSame(seen, { balance: 7, held: new Map([[conv(1), 3]]) });
+      // Two audits saw the same moment; the first mend lands, the second finds the balance moved.
+      t.strictSame(await gate.mend(a, 5, seen), { applied: true, balance: 12 });
+      t.strictSame(await gate.mend(a, 5, seen), { applied: false });
+      // The same balance with other reservations is not the moment seen either.
+      const later = (await gate.holdings(a))!;
+      t.match(await gate.reserve(req(a, 2, 4)), { kind: 'reserved', balance: 8 });
+      t.strictSame(await gate.adjust(a, 4), { applied: true, balance: 12 });
+      t.strictSame(await gate.mend(a, 1, later), { applied: false }, 'a reservation more, the balance as seen: not applied');
+      t.strictSame(await gate.mend(a, -2, (await gate.holdings(a))!), { applied: true, balance: 10 }, 'a mend may take money too');
+      t.equal(await gate.balance(a), 10);
+    });
+
     t.test('adjust changes a loaded balance and nothing on an unloaded one', async (t) => {
       const a = newAccount();
       t.strictSame(await gate.adjust(a, 50), { applied: false });

@@ -82,6 +82,23 @@ for (const gateKind of ['redis', 'local'] as const) {
       t.equal((await gate.held(fresh.accountId))!.size, 3, 'and the account keeps its reservations (it is not rebuilt)');
       t.equal((await watcher.run()).adjusted, 0, 'once only');
       t.equal(await gate.balance(fresh.accountId), 54);
+      // Two processes' audits at once, with both having looked before either mends: added once.
+      await sql`insert into ledger (account_id, kind, amount) values (${fresh.accountId}, 'grant', 3)`;
+      let looked = 0;
+      let bothLooked!: () => void;
+      const both = new Promise<void>((r) => { bothLooked = r; });
+      // Each audit's change to the balance (a mend, or a plain adjust) waits for the other's.
+      const barrier = async (): Promise<void> => {
+        if (++looked === 2) bothLooked();
+        await both;
+      };
+      const waiting: typeof gate = Object.create(gate, {
+        mend: { value: async (...args: Parameters<typeof gate.mend>) => { await barrier(); return gate.mend(...args); } },
+        adjust: { value: async (...args: Parameters<typeof gate.adjust>) => { await barrier(); return gate.adjust(...args); } },
+      });
+      const [one, two] = await Promise.all([new GateAudit(sql, waiting, 300).run(), new GateAudit(sql, waiting, 300).run()]);
+      t.equal(one.adjusted + two.adjusted, 1, 'both found the 3 missing; one mend landed');
+      t.equal(await gate.balance(fresh.accountId), 57, 'the 3 granted are there once');
     });
 
     await t.test('a reservation with no ledger row is released once past the grace period, not before', async (t) => {
