@@ -121,7 +121,8 @@ export async function settleRows(tx: Sql, accountId: string, conversionId: strin
     ch as (
       insert into ledger (account_id, conversion_id, kind, amount)
       select ${accountId}, ${conversionId}, 'charge', -least(${wanted}::int, amount) from rel
-      where least(${wanted}::int, amount) > 0 returning amount)
+      where least(${wanted}::int, amount) > 0 returning amount),
+    marked as (update conversions set settled_at = now() where id = ${conversionId} and exists (select 1 from rel))
     select rel.amount as reserved, coalesce((select -amount from ch), 0) as charged from rel`;
   if (first) return { reserved: Number(first.reserved), charged: Number(first.charged), first: true };
   const [r] = await tx`select -amount as reserved from ledger
@@ -136,6 +137,7 @@ export async function settleRows(tx: Sql, accountId: string, conversionId: strin
     const [c] = await tx`select -amount as charged from ledger where conversion_id = ${conversionId} and kind = 'charge'`;
     return { reserved, charged: c ? Number(c.charged) : 0, first: false };
   }
+  await tx`update conversions set settled_at = now() where id = ${conversionId}`;
   const applied = Math.min(Math.max(0, Math.trunc(charged)), reserved);
   if (applied > 0) {
     await tx`insert into ledger (account_id, conversion_id, kind, amount)

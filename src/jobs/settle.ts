@@ -52,7 +52,8 @@ export async function tellGate(ctx: ConversionContext, accountId: string, conver
 export async function settleLost(ctx: ConversionContext): Promise<number> {
   const rows = await ctx.sql`
     select c.id, c.account_id from conversions c
-    where c.completed_at is not null and c.completed_at < now() - interval '5 seconds' and c.operation = 'parse'
+    where c.operation = 'parse' and c.settled_at is null
+      and c.completed_at is not null and c.completed_at < now() - interval '5 seconds'
       and exists (select 1 from ledger l where l.conversion_id = c.id and l.kind = 'reserve')
       and not exists (select 1 from ledger l where l.conversion_id = c.id and l.kind = 'release')
     limit 100`;

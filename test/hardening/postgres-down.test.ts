@@ -222,8 +222,12 @@ t.test('a finished conversion left unsettled in the ledger (settled after its co
   t.equal((await untilTerminal(w, id, 10_000)).status, 'completed');
   const [charge] = await w.db.sql`select -amount as n from ledger where conversion_id = ${id} and kind = 'charge'`;
   const balance = await w.app.deps.ledger.balance(w.accountId);
-  // What such a version left: the reservation open in the ledger, the conversion finished.
+  const [settled] = await w.db.sql`select settled_at from conversions where id = ${id}`;
+  t.ok(settled!.settled_at instanceof Date, 'a conversion settled as it ends is marked settled with its release');
+  // What such a version left: the reservation open in the ledger, the conversion finished (and,
+  // the mark being newer than that version, unmarked).
   await w.db.sql`delete from ledger where conversion_id = ${id} and kind in ('release', 'charge')`;
+  await w.db.sql`update conversions set settled_at = null where id = ${id}`;
   // The sweep takes conversions finished over 5 s ago, every second here.
   let kinds: string[] = [];
   for (let i = 0; i < 40 && kinds.length < 3; i++) {
@@ -231,6 +235,8 @@ t.test('a finished conversion left unsettled in the ledger (settled after its co
     kinds = (await w.db.sql`select kind from ledger where conversion_id = ${id} order by id`).map((r) => r.kind as string);
   }
   t.same(kinds, ['reserve', 'release', 'charge'], 'the sweep settled it: released and charged once');
+  const [marked] = await w.db.sql`select settled_at from conversions where id = ${id}`;
+  t.ok(marked!.settled_at instanceof Date, 'and marked it settled: the next pass does not look at it again');
   const [again] = await w.db.sql`select -amount as n from ledger where conversion_id = ${id} and kind = 'charge'`;
   t.equal(Number(again!.n), Number(charge!.n), 'charged what its files cost');
   t.equal(await w.app.deps.ledger.balance(w.accountId), balance, 'the gate, settled already, is not charged twice');
