@@ -21,7 +21,7 @@
 //   explain, adds the difference to the gate (unheard).
 import type { Sql } from '../store/db.js';
 import { heldText, type Gate, type Holdings } from './gate.js';
-import { readLedger } from './ledger.js';
+import { ledgerEntries, readLedger } from './ledger.js';
 
 /** How far back each pass looks for grants: far longer than a grant's transaction takes to
  *  commit after its row's timestamp, so no grant falls between two passes. */
@@ -150,23 +150,15 @@ export class GateAudit {
     // the gate had it first, and adopt() leaves a held reservation alone.
     const held = await this.gate.held(accountId);
     if (!held) return out; // not loaded: the next reserve rebuilds it from the ledger
-    const rows = held.size === 0 ? [] : await this.sql`
-      select conversion_id, kind, -amount as n from ledger
-      where conversion_id in ${this.sql([...held.keys()])} and kind in ('reserve', 'release', 'charge')`;
-    const byConv = new Map<string, Map<string, number>>();
-    for (const r of rows) {
-      const m = byConv.get(r.conversion_id as string) ?? new Map<string, number>();
-      m.set(r.kind as string, Number(r.n));
-      byConv.set(r.conversion_id as string, m);
-    }
+    const entries = await ledgerEntries(this.sql, accountId, [...held.keys()]);
     const now = Date.now();
     const keep = new Set<string>();
     for (const conv of held.keys()) {
-      const m = byConv.get(conv);
-      if (m?.has('release')) {
-        const s = await this.gate.settle(accountId, conv, m.get('charge') ?? 0);
+      const entry = entries.get(conv);
+      if (entry?.released) {
+        const s = await this.gate.settle(accountId, conv, entry.charged);
         if (s.settled) out.settled++;
-      } else if (!m?.has('reserve')) {
+      } else if (!entry || entry.reserved === null) {
         out.outOfLine++;
         if (this.due(`orphan:${accountId}:${conv}`, now, keep)) {
           const s = await this.gate.release(accountId, conv);

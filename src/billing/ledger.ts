@@ -51,20 +51,36 @@ export async function readLedger(sql: Sql, accountId: string, about: readonly st
                 from (select conversion_id, -min(amount) as n from l where kind in ('reserve', 'release')
                       group by conversion_id having bool_and(kind = 'reserve')) o),
                '[]'::json) as open,
-      coalesce((select json_agg(json_build_object('c', a.conversion_id, 'k', a.kind, 'n', -a.amount))
-                from ledger a where a.conversion_id = any(${sql.array([...about])}::text[]) and a.account_id = ${accountId}),
-               '[]'::json) as about`;
+      coalesce((select json_agg(e) from (${entryRows(sql, accountId, about)}) e), '[]'::json) as about`;
   const open = row!.open as Array<{ c: string; n: number }>;
+  const snapshot = { balance: Number(row!.balance), reservations: open.map((r) => ({ conversionId: r.c, credits: r.n })) };
+  return about.length === 0 ? snapshot : { ...snapshot, about: entriesOf(row!.about as EntryRow[]) };
+}
+
+/** The ledger's entries for some of an account's conversions (the gate audit's look at what the
+ *  gate holds). */
+export async function ledgerEntries(sql: Sql, accountId: string, conversionIds: readonly string[]): Promise<Map<string, LedgerEntry>> {
+  return conversionIds.length === 0 ? new Map() : entriesOf(await entryRows(sql, accountId, conversionIds) as unknown as EntryRow[]);
+}
+
+interface EntryRow { c: string; k: string; n: number }
+
+/** The rows behind ledgerEntries, also read inside readLedger's one statement. */
+function entryRows(sql: Sql, accountId: string, conversionIds: readonly string[]) {
+  return sql`select conversion_id as c, kind as k, -amount as n from ledger
+    where conversion_id = any(${sql.array([...conversionIds])}::text[]) and account_id = ${accountId}`;
+}
+
+function entriesOf(rows: readonly EntryRow[]): Map<string, LedgerEntry> {
   const entries = new Map<string, LedgerEntry>();
-  for (const r of row!.about as Array<{ c: string; k: string; n: number }>) {
+  for (const r of rows) {
     const e = entries.get(r.c) ?? { reserved: null, released: false, charged: 0 };
-    if (r.k === 'reserve') e.reserved = r.n;
+    if (r.k === 'reserve') e.reserved = Number(r.n);
     else if (r.k === 'release') e.released = true;
-    else if (r.k === 'charge') e.charged = r.n;
+    else if (r.k === 'charge') e.charged = Number(r.n);
     entries.set(r.c, e);
   }
-  const snapshot = { balance: Number(row!.balance), reservations: open.map((r) => ({ conversionId: r.c, credits: r.n })) };
-  return about.length === 0 ? snapshot : { ...snapshot, about: entries };
+  return entries;
 }
 
 /** Writes the reserve row of a conversion; call it inside the transaction that inserts it. */

@@ -94,15 +94,18 @@ for (const [name, make] of Object.entries(gates)) {
       const a = await newAccount();
       await ledger.grant(a, 40, 'start');
       await gate.forget(a);
-      // Counts this ledger's statements, and holds the answer of the first one until `release`
+      // Counts this ledger's reads of the account, and holds the answer of the first until `release`
       // (its statement runs at once: its snapshot is of that moment).
       let statements = 0;
       let release!: () => void;
       const held = new Promise<void>((r) => { release = r; });
       const counting = new Proxy(sql, {
         apply(target, self, args) {
+          const query = Reflect.apply(target, self, args) as PromiseLike<unknown>;
+          // A fragment the statement is built of (its rows about some conversions) is not a read.
+          if (!(args[0] as TemplateStringsArray)[0]!.includes('with l as')) return query;
           statements++;
-          const answer = Promise.resolve(Reflect.apply(target, self, args) as PromiseLike<unknown>);
+          const answer = Promise.resolve(query);
           return statements === 1 ? held.then(() => answer) : answer;
         },
       });
