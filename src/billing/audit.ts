@@ -60,6 +60,11 @@ export class GateAudit {
     this.watched.set(accountId, Date.now());
   }
 
+  /** The accounts audited now: the ones that reserved here lately. */
+  watching(): string[] {
+    return [...this.watched.keys()];
+  }
+
   /** One pass over the watched accounts; a pass already under way is not doubled. */
   async run(): Promise<AuditCounts> {
     const total: AuditCounts = { settled: 0, released: 0, adopted: 0, adjusted: 0 };

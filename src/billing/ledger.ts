@@ -57,6 +57,44 @@ export async function readLedger(sql: Sql, accountId: string, about: readonly st
   return about.length === 0 ? snapshot : { ...snapshot, about: entriesOf(row!.about as EntryRow[]) };
 }
 
+/**
+ * The account's balance, as the ledger stands in the caller's snapshot (inside a transaction, its
+ * own rows included): the account's checkpoint plus the rows written at or above its horizon
+ * (migration 0012), so the work is the rows since the last checkpoint, not the account's history.
+ * `since`: how many rows that was.
+ */
+export async function ledgerBalance(sql: Sql, accountId: string): Promise<{ balance: number; since: number }> {
+  const [row] = await sql`
+    with cp as (select horizon, balance from ledger_checkpoints where account_id = ${accountId})
+    select (coalesce((select balance from cp), 0) + coalesce(sum(amount), 0))::text as balance, count(*)::int as since
+    from ledger where account_id = ${accountId} and xid >= coalesce((select horizon from cp), '0'::xid8)`;
+  return { balance: Number(row!.balance), since: row!.since as number };
+}
+
+/** Rows since an account's checkpoint at which checkpointBalance takes a new one. */
+export const CHECKPOINT_ROWS = 256;
+
+/**
+ * Moves the account's checkpoint up when at least `minRows` rows lie between it and the oldest
+ * transaction still running, by adding those rows to it; true when it moved. One statement, so
+ * the horizon and the sum come from one snapshot: every transaction below the horizon had ended
+ * when it was taken, so no row can join the sum later. Two processes taking one at once each
+ * compute an exact checkpoint; the one with the higher horizon stays.
+ */
+export async function checkpointBalance(sql: Sql, accountId: string, minRows = CHECKPOINT_ROWS): Promise<boolean> {
+  const moved = await sql`
+    with cp as (select horizon, balance from ledger_checkpoints where account_id = ${accountId}),
+    h as (select pg_snapshot_xmin(pg_current_snapshot()) as x),
+    d as (select count(*) as n, coalesce(sum(amount), 0) as s from ledger
+          where account_id = ${accountId} and xid >= coalesce((select horizon from cp), '0'::xid8) and xid < (select x from h))
+    insert into ledger_checkpoints (account_id, horizon, balance)
+    select ${accountId}, (select x from h), coalesce((select balance from cp), 0) + d.s from d where d.n >= ${minRows}
+    on conflict (account_id) do update set horizon = excluded.horizon, balance = excluded.balance, taken_at = now()
+      where ledger_checkpoints.horizon < excluded.horizon
+    returning 1`;
+  return moved.length > 0;
+}
+
 /** The ledger's entries for some of an account's conversions (the gate audit's look at what the
  *  gate holds). */
 export async function ledgerEntries(sql: Sql, accountId: string, conversionIds: readonly string[]): Promise<Map<string, LedgerEntry>> {

@@ -68,6 +68,8 @@ export interface JobStarter {
 export interface AuditWatch {
   watch(accountId: string): void;
   run(): Promise<AuditCounts>;
+  /** The accounts watched now (the process's own audit; an acceptor thread's link has none). */
+  watching?(): string[];
 }
 
 export type AsyncReason = 'respond_async' | 'too_many_sources' | 'pages_exceed_sync_limit' | 'capacity' | 'wait_timeout';

@@ -1,9 +1,9 @@
 // Settling credits and mending what faults left: a finished conversion is charged the credits of
 // its completed sources (failed ones cost nothing) and the rest of its reservation is released;
 // the gate is told after the commit. The mending sweep (run by ConversionService.start) settles
-// conversions whose settle was lost, audits the gate against the ledger, and resolves blobs a
-// crash left in pending/.
-import type { Settlement } from '../billing/ledger.js';
+// conversions whose settle was lost, audits the gate against the ledger, resolves blobs a
+// crash left in pending/ and moves up the active accounts' ledger checkpoints.
+import { checkpointBalance, type Settlement } from '../billing/ledger.js';
 import type { ConversionContext } from './context.js';
 import { LEASE_S } from './queue.js';
 
@@ -19,6 +19,13 @@ export async function sweep(ctx: ConversionContext): Promise<void> {
   if (a.settled + a.released + a.adopted + a.adjusted > 0) ctx.billing.onMend?.('gate reservations brought in line with the ledger', { ...a });
   const b = await resolvePending(ctx);
   if (b.placed + b.removed > 0) ctx.billing.onMend?.('blobs left pending by a crash resolved by their rows', { ...b });
+  await checkpointActive(ctx);
+}
+
+/** Moves up the ledger checkpoints of the accounts active in this process (the ones the audit
+ *  watches), so that reading a balance (ledgerBalance) stays a short read of the latest rows. */
+async function checkpointActive(ctx: ConversionContext): Promise<void> {
+  for (const accountId of ctx.audit.watching?.() ?? []) await checkpointBalance(ctx.sql, accountId);
 }
 
 /**

@@ -4,11 +4,12 @@
 // the same bytes) and one pending delivery per enabled endpoint of the account subscribed to the
 // event type; with no such endpoint it writes nothing. Dispatchers in this process are woken.
 // The Conversion in the event is the one GET shows, its `credits_remaining` the balance as the
-// ledger stands in that transaction (the conversion's own charge included).
+// ledger stands in that transaction (the conversion's own charge included), read from the
+// account's checkpoint and the rows since (ledgerBalance), not its whole history.
 import type { Sql } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { conversionParts, isTerminal, type ConversionRow, type ConversionStatus } from '../store/conversions.js';
-import { readLedger } from '../billing/ledger.js';
+import { ledgerBalance } from '../billing/ledger.js';
 import { conversionJson } from '../store/conversion-json.js';
 
 export const EVENT_TYPES = ['conversion.completed', 'conversion.failed'] as const;
@@ -61,7 +62,7 @@ export async function enqueueConversionEvent(tx: Sql, conversionId: string,
   const id = newId('evt');
   const createdAt = new Date();
   const parts = await conversionParts(tx, conv, { after: -1, withContent: false });
-  const body = eventBody(id, type, createdAt, conversionJson(parts, (await readLedger(tx, conv.account_id)).balance));
+  const body = eventBody(id, type, createdAt, conversionJson(parts, (await ledgerBalance(tx, conv.account_id)).balance));
   await tx`insert into webhook_events (id, account_id, type, conversion_id, body, created_at)
            values (${id}, ${conv.account_id}, ${type}, ${conv.id}, ${body}, ${createdAt})`;
   const ids = endpoints.map((e) => e.id as string);

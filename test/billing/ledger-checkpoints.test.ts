@@ -1,0 +1,179 @@
+// An account's balance read from its ledger checkpoint and the rows since (migration 0012,
+// ledgerBalance / checkpointBalance) is the sum of all its rows, whatever the checkpoint saw:
+// rows of a transaction still open when it was taken count once it commits, and never twice;
+// rows rolled back never count. On Postgres (a schema of this file's own) and on the embedded
+// store; and the mending sweep moves up the checkpoint of an account active in the server.
+import t from 'tap';
+import type { Test } from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
+import { openDb, type Db, type Sql } from '../../src/store/db.js';
+import { createAccount } from '../../src/store/accounts.js';
+import { CHECKPOINT_ROWS, checkpointBalance, ledgerBalance } from '../../src/billing/ledger.js';
+import { PG_URL, startWorld } from '../helpers/world.js';
+import { seedEmbedded } from '../helpers/embedded-template.js';
+
+async function fullSum(sql: Sql, accountId: string): Promise<number> {
+  const [r] = await sql`select coalesce(sum(amount), 0)::int as s from ledger where account_id = ${accountId}`;
+  return r!.s as number;
+}
+
+async function grants(sql: Sql, accountId: string, amounts: number[]): Promise<void> {
+  for (const amount of amounts) await sql`insert into ledger (account_id, kind, amount) values (${accountId}, 'grant', ${amount})`;
+}
+
+async function checkpointOf(sql: Sql, accountId: string): Promise<{ horizon: string; balance: number } | undefined> {
+  const [r] = await sql`select horizon::text as horizon, balance::int as balance from ledger_checkpoints where account_id = ${accountId}`;
+  return r ? { horizon: r.horizon as string, balance: r.balance as number } : undefined;
+}
+
+/**
+ * Takes a checkpoint as far up as `covered` says it must reach. A horizon is the oldest
+ * transaction running in the whole Postgres cluster, so another test file's open transaction may
+ * hold it below this one's rows for a moment: asked again until it passes them (a few seconds at
+ * most; the embedded store has no other transaction).
+ */
+async function checkpointPast(sql: Sql, accountId: string, minRows: number, covered: (balance: number) => boolean): Promise<boolean> {
+  for (const until = Date.now() + 20_000; ;) {
+    await checkpointBalance(sql, accountId, minRows);
+    const cp = await checkpointOf(sql, accountId);
+    if (cp && covered(cp.balance)) return true;
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function postgresStore(t: Test): Promise<Db> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-checkpoints-'));
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const db = await openDb({ databaseUrl: PG_URL, dataDir, schema, max: 4 });
+  t.teardown(async () => {
+    await db.close();
+    const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`drop schema if exists "${schema}" cascade`);
+    await admin.end();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  return db;
+}
+
+async function embeddedStore(t: Test): Promise<Db> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-checkpoints-'));
+  await seedEmbedded(dataDir);
+  const db = await openDb({ dataDir });
+  t.teardown(async () => {
+    await db.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  return db;
+}
+
+for (const [mode, open] of [['postgres', postgresStore], ['embedded', embeddedStore]] as const) {
+  t.test(`a checkpointed balance is the sum of every row (${mode})`, async (t) => {
+    const { sql } = await open(t);
+    const accountId = (await createAccount(sql, { name: 'checkpoints', plan: 'pro' })).id;
+    // Rows from before the migration carry transaction 0: counted while there is no checkpoint.
+    await sql`insert into ledger (account_id, kind, amount, xid) values (${accountId}, 'grant', 40, '0')`;
+    await grants(sql, accountId, [5, 7]);
+    t.same(await ledgerBalance(sql, accountId), { balance: 52, since: 3 }, 'no checkpoint: every row is read');
+
+    t.equal(await checkpointBalance(sql, accountId, 4), false, 'fewer rows than asked: no checkpoint');
+    t.equal(await checkpointOf(sql, accountId), undefined);
+    t.ok(await checkpointPast(sql, accountId, 3, (b) => b === 52), 'the checkpoint holds the rows below its horizon');
+    t.same(await ledgerBalance(sql, accountId), { balance: 52, since: 0 }, 'nothing read past the checkpoint');
+
+    await grants(sql, accountId, [11, 13]);
+    await sql`insert into ledger (account_id, conversion_id, kind, amount) values (${accountId}, ${`conv_${mode}_1`}, 'reserve', -6)`;
+    t.same(await ledgerBalance(sql, accountId), { balance: 70, since: 3 }, 'the checkpoint plus the rows since');
+    t.ok(await checkpointPast(sql, accountId, 1, (b) => b === 70), 'moved up');
+    t.same(await ledgerBalance(sql, accountId), { balance: 70, since: 0 });
+    t.equal((await checkpointOf(sql, accountId))?.balance, await fullSum(sql, accountId));
+
+    // Inside a transaction, its own rows count; rolled back, they never do.
+    await sql.begin(async (tx) => {
+      const s = tx as unknown as Sql;
+      await grants(s, accountId, [1000]);
+      t.equal((await ledgerBalance(s, accountId)).balance, 1070, 'a transaction sees its own rows');
+      await s`select 1/0`; // rolls the transaction back
+    }).catch(() => {});
+    t.equal((await ledgerBalance(sql, accountId)).balance, 70, 'rolled-back rows never count');
+    t.ok(await checkpointPast(sql, accountId, 0, (b) => b === 70));
+    t.same(await ledgerBalance(sql, accountId), { balance: 70, since: 0 }, 'nor after a checkpoint past them');
+  });
+}
+
+t.test('rows of a transaction open across a checkpoint count once it commits, once (postgres)', async (t) => {
+  const { sql } = await postgresStore(t);
+  const accountId = (await createAccount(sql, { name: 'checkpoints', plan: 'pro' })).id;
+  await grants(sql, accountId, [100, 200]);
+  let wrote!: () => void;
+  const written = new Promise<void>((resolve) => { wrote = resolve; });
+  let commit!: () => void;
+  const committing = new Promise<void>((resolve) => { commit = resolve; });
+  // A transaction writes a row and stays open (another connection of the pool)...
+  const open = sql.begin(async (tx) => {
+    await grants(tx as unknown as Sql, accountId, [30]);
+    wrote();
+    await committing;
+  });
+  await written;
+  // ... while rows of later transactions commit and a checkpoint is taken over them.
+  await grants(sql, accountId, [4]);
+  t.ok(await checkpointPast(sql, accountId, 1, (b) => b === 300), 'a checkpoint reaches the open transaction');
+  // It stays below it: the open row and the one after it wait above the horizon.
+  t.equal(await checkpointBalance(sql, accountId, 1), false, 'and goes no higher while it is open');
+  t.equal((await checkpointOf(sql, accountId))?.balance, 300);
+  t.same(await ledgerBalance(sql, accountId), { balance: 304, since: 1 }, 'the open row is not seen yet');
+  commit();
+  await open;
+  t.same(await ledgerBalance(sql, accountId), { balance: 334, since: 2 }, 'committed, it counts');
+  t.ok(await checkpointPast(sql, accountId, 1, (b) => b === 334));
+  t.same(await ledgerBalance(sql, accountId), { balance: 334, since: 0 }, 'and once only, after the next checkpoint');
+  t.equal((await checkpointOf(sql, accountId))?.balance, await fullSum(sql, accountId));
+});
+
+t.test('checkpoints taken at once keep the highest horizon, each one exact (postgres)', async (t) => {
+  const { sql } = await postgresStore(t);
+  const accountId = (await createAccount(sql, { name: 'checkpoints', plan: 'pro' })).id;
+  const taken: string[] = [];
+  for (let round = 0; round < 5; round++) {
+    await grants(sql, accountId, [1, 2, 3]);
+    await Promise.all([checkpointBalance(sql, accountId, 1), checkpointBalance(sql, accountId, 1), grants(sql, accountId, [10])]);
+    const cp = (await checkpointOf(sql, accountId))!;
+    taken.push(cp.horizon);
+    t.equal((await ledgerBalance(sql, accountId)).balance, await fullSum(sql, accountId), `round ${round}: the balance is the sum of the rows`);
+    const [below] = await sql`select coalesce(sum(amount), 0)::int as s from ledger where account_id = ${accountId} and xid < ${cp.horizon}::xid8`;
+    t.equal(cp.balance, below!.s, `round ${round}: the checkpoint is the sum of the rows below its horizon`);
+  }
+  t.same([...taken].sort((a, b) => Number(BigInt(a) - BigInt(b))), taken, 'the horizon never went down');
+  t.equal((await ledgerBalance(sql, accountId)).balance, 5 * 16);
+});
+
+t.test('the mending sweep moves up the checkpoint of an account active in the server', async (t) => {
+  const w = await startWorld('postgres', { MEND_INTERVAL_S: '1' });
+  t.teardown(() => w.close());
+  const { key, accountId } = await w.newKey({ credits: 10 });
+  const sql = w.db.sql;
+  await grants(sql, accountId, Array.from({ length: CHECKPOINT_ROWS }, () => 1));
+  // A paid conversion: the account reserved in this process, so the sweep looks at it.
+  const res = await w.req('POST', '/v1/convert/text', { key, json: { text: 'one credit' } });
+  t.equal(res.status, 200);
+  const expected = 10 + CHECKPOINT_ROWS - 1;
+  t.equal((await res.json() as { usage: { credits_remaining: number } }).usage.credits_remaining, expected);
+  let cp = await checkpointOf(sql, accountId);
+  for (const until = Date.now() + 30_000; !cp && Date.now() < until;) {
+    await new Promise((r) => setTimeout(r, 100));
+    cp = await checkpointOf(sql, accountId);
+  }
+  t.ok(cp, 'a checkpoint was taken');
+  const [below] = await sql`select coalesce(sum(amount), 0)::int as s, count(*)::int as n from ledger
+    where account_id = ${accountId} and xid < ${cp!.horizon}::xid8`;
+  t.equal(cp!.balance, below!.s, 'of the rows below its horizon');
+  t.ok(below!.n >= CHECKPOINT_ROWS, 'which are at least the rows it waits for');
+  const read = await ledgerBalance(sql, accountId);
+  t.equal(read.balance, expected, 'the balance read from it is the ledger\'s');
+  t.ok(read.since < CHECKPOINT_ROWS, 'read from the rows since, not the whole history');
+});
