@@ -4,7 +4,8 @@
 // Redis does. What is lost, and how the audit mends it:
 // - a settle or release told to a gate that was away (Redis down or partitioned; its data kept,
 //   as with AOF): the gate still holds a reservation the ledger has released, so its balance is
-//   low and a concurrency slot is taken for good → settle it in the gate as the ledger says;
+//   low and a concurrency slot is taken for good → settle it in the gate as the ledger says, once
+//   a look a pass earlier saw it too (a settle in flight is told by its own process meanwhile);
 // - a reservation whose conversion was never committed (the process died between the gate's
 //   reserve and the insert, or the insert failed and so did the release) → release it in the
 //   gate, once it has been seen without a ledger row for longer than any insert takes;
@@ -32,6 +33,11 @@ const WATCH_MS = 15 * 60 * 1000;
 /** Seconds a reservation stays out of line before it is released or adopted (GATE_AUDIT_GRACE_S,
  *  for tests and tuning): longer than any submit takes from its reservation to its commit. */
 export const AUDIT_GRACE_S = Number(process.env.GATE_AUDIT_GRACE_S) || 30;
+
+/** The least time between the two looks that see a settled reservation still held before the
+ *  audit settles it in the gate (passes are MEND_INTERVAL_S apart, so in a server the second
+ *  look is a pass later); a settle's tell follows its commit within milliseconds. */
+const SETTLE_GRACE_MS = 250;
 
 export interface AuditCounts {
   /** Reservations the ledger had settled: settled in the gate too. */
@@ -161,8 +167,14 @@ export class GateAudit {
     for (const conv of held.keys()) {
       const entry = entries.get(conv);
       if (entry?.released) {
-        const s = await this.gate.settle(accountId, conv, entry.charged);
-        if (s.settled) out.settled++;
+        // Settled in the ledger, still held in the gate: lost, or a settle committed and about to
+        // be told. Mended when an earlier look saw it too (a pass apart), so a settle in flight is
+        // left to its own tell instead of being settled here first and reported as mended.
+        out.outOfLine++;
+        if (this.due(`settle:${accountId}:${conv}`, now, keep, Math.min(this.graceMs, SETTLE_GRACE_MS))) {
+          const s = await this.gate.settle(accountId, conv, entry.charged);
+          if (s.settled) out.settled++;
+        }
       } else if (!entry || entry.reserved === null) {
         out.outOfLine++;
         if (this.due(`orphan:${accountId}:${conv}`, now, keep)) {
@@ -191,15 +203,15 @@ export class GateAudit {
     return out;
   }
 
-  /** True once `key` has been out of line for graceMs; remembers it meanwhile. */
-  private due(key: string, now: number, keep: Set<string>): boolean {
+  /** True once `key` has been out of line for `grace` ms; remembers it meanwhile. */
+  private due(key: string, now: number, keep: Set<string>, grace = this.graceMs): boolean {
     const first = this.suspects.get(key);
     if (first === undefined) {
       this.suspects.set(key, now);
       keep.add(key);
       return false;
     }
-    if (now - first < this.graceMs) {
+    if (now - first < grace) {
       keep.add(key);
       return false;
     }
