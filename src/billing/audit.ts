@@ -21,7 +21,7 @@
 //   gate's balance lacks money the ledger has, beyond what the submits and settles in flight
 //   explain, adds the difference to the gate (unheard).
 import type { Sql } from '../store/db.js';
-import { heldText, type Gate, type Holdings } from './gate.js';
+import { sameHoldings, type Gate, type Holdings } from './gate.js';
 import { ledgerEntries, readLedger } from './ledger.js';
 
 /** How far back each pass looks for grants: far longer than a grant's transaction takes to
@@ -141,7 +141,7 @@ export class GateAudit {
     const ledger = await readLedger(this.sql, accountId, [...before.held.keys()]);
     const after = await this.gate.holdings(accountId);
     if (after === null) return null;
-    if (after.balance !== before.balance || heldText(after.held) !== heldText(before.held)) return undefined;
+    if (!sameHoldings(before, after)) return undefined;
     let expected = ledger.balance;
     const open = new Map(ledger.reservations.map((r) => [r.conversionId, r.credits]));
     for (const [conversionId, credits] of before.held) {

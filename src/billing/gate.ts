@@ -202,7 +202,12 @@ export function checkLoad(accountId: string, snapshot: LedgerSnapshot): void {
 
 /** Holdings as one comparable text: "conversionId<TAB>credits" lines in id order (mend-2.lua). */
 export function heldText(held: Map<string, number>): string {
-  return [...held].map(([conversionId, credits]) => `${conversionId}\t${credits}`).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).join('\n');
+  return [...held].map(([conversionId, credits]) => `${conversionId}\t${credits}`).sort().join('\n');
+}
+
+/** The same balance and the same reservations: one moment of an account, as mend compares it. */
+export function sameHoldings(a: Holdings, b: Holdings): boolean {
+  return a.balance === b.balance && heldText(a.held) === heldText(b.held);
 }
 
 export function checkAdjust(accountId: string, delta: number): void {

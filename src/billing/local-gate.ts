@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   CONCURRENCY_RETRY_AFTER_S, EPOCH_TTL_S, RATE_WINDOW_MS, Refusal,
-  checkAdjust, checkId, heldText, checkLoad, checkReserve, checkSettle,
+  checkAdjust, checkId, sameHoldings, checkLoad, checkReserve, checkSettle,
   type AdjustResult, type Gate, type LedgerSnapshot, type LoadResult, type RateResult,
   type ReserveRequest, type ReserveResult, type SettleResult, type BalanceRead, type Holdings,
 } from './gate.js';
@@ -168,7 +168,7 @@ export class LocalGate implements Gate {
   async mend(accountId: string, delta: number, seen: Holdings): Promise<AdjustResult> {
     checkAdjust(accountId, delta);
     const a = this.account(accountId);
-    if (a.balance === null || a.balance !== seen.balance || heldText(a.reservations) !== heldText(seen.held)) return { applied: false };
+    if (a.balance === null || !sameHoldings({ balance: a.balance, held: a.reservations }, seen)) return { applied: false };
     a.balance += delta;
     return { applied: true, balance: a.balance };
   }
