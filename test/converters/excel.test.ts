@@ -221,29 +221,24 @@ t.test('a sheet of 40,000 cells each alone (a checkerboard with gaps) becomes 40
   t.notOk(pages![0]!.includes('|'), 'no one-cell tables');
 });
 
-t.test('a large workbook converts and counts in reasonable time', async (t) => {
+t.test('a large workbook converts and counts whole', async (t) => {
+  // The speed of large workbooks is the bench's to measure; a hang ends at the file's timeout.
   const file = await buildGridWorkbook(dir, 2, 5000, 10);
-  const start = Date.now();
   t.same(await excelConverter.count(file, { formats: ['markdown'] }), { pages: 2, units: 100_000 });
   const r = await convertWith(excelConverter, file);
-  const ms = Date.now() - start;
   // 5,000 rows per sheet (the first one the header) plus one separator line each.
   t.equal(r.markdown.split('\n').filter((l) => l.startsWith('| ')).length, 10_002);
   t.ok(r.markdown.includes('| 5000000 | 5000001 |'), 'last row present');
-  // a bound only a hang reaches; the speed of large workbooks is the bench's to measure
-  t.ok(ms < 120_000, `count + convert took ${ms} ms`);
 });
 
 t.test('a sheet of 200,000 unclosed cells is read in linear time, not matched quadratically', async (t) => {
   const base = await buildWorkbook(dir, 'hostile-base.xlsx');
   const cells = Array.from({ length: 200_000 }, (_, i) => `<c r="A${i + 1}" t="inlineStr"><is><t>v${i}`).join('');
   const file = replaceSheetXml(base, path.join(dir, 'hostile.xlsx'), `<worksheet><sheetData><row r="1">${cells}`);
-  const start = Date.now();
+  // Quadratic matching over 200,000 cells takes many minutes, past the file's timeout; linear
+  // reading ends in seconds. (No bound of our own: how fast is the bench's to measure.)
   const { markdown } = await convertWith(excelConverter, file);
   t.same(await excelConverter.count(file, { formats: ['markdown'] }), { pages: 3, units: 6 });
-  const ms = Date.now() - start;
-  // quadratic matching over 200,000 cells takes many minutes; linear reading, well under one
-  t.ok(ms < 60_000, `convert + count took ${ms} ms, not quadratic`);
   t.ok(markdown.startsWith('## Sales\n\n*(empty sheet)*\n\n## Empty'), 'the broken sheet yields nothing, the others still convert');
   t.ok(markdown.includes('| pi | 0.3 |'));
 });

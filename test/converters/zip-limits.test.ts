@@ -17,12 +17,12 @@ t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const MiB = 1024 * 1024;
 const bomb = zeroDeflate(2048); // 2 GiB of zeros in about 2 MB
 
-/** Runs fn and reports how long it took and how much the resident set grew meanwhile. */
-async function measure(fn: () => Promise<unknown>): Promise<{ error: unknown; ms: number; rssGrowth: number }> {
+/** Runs fn and reports how much the resident set grew meanwhile. (How long a refusal takes is
+ *  the bench's to measure: the messages below say where each one stopped.) */
+async function measure(fn: () => Promise<unknown>): Promise<{ error: unknown; rssGrowth: number }> {
   const before = process.memoryUsage().rss;
   let peak = before;
   const timer = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 5);
-  const start = Date.now();
   let error: unknown;
   try {
     await fn();
@@ -32,7 +32,7 @@ async function measure(fn: () => Promise<unknown>): Promise<{ error: unknown; ms
     clearInterval(timer);
   }
   peak = Math.max(peak, process.memoryUsage().rss);
-  return { error, ms: Date.now() - start, rssGrowth: peak - before };
+  return { error, rssGrowth: peak - before };
 }
 
 const isInvalid = (err: unknown): boolean => err instanceof ApiError && err.code === 'invalid_document';
@@ -46,10 +46,9 @@ t.test('a 2 GiB bomb that declares its size is refused from the central director
   t.ok(isInvalid(r.error), 'invalid_document');
   t.match((r.error as Error).message, /more than 536870912 bytes|compression ratio/);
   // the message is the central directory's check: nothing was inflated
-  t.ok(r.ms < 30_000, `refused in ${r.ms} ms`);
 });
 
-t.test('a 2 GiB bomb that lies about its size is stopped while inflating, in bounded time and memory', async (t) => {
+t.test('a 2 GiB bomb that lies about its size is stopped while inflating, at its declared size and in bounded memory', async (t) => {
   const file = writeZip(path.join(dir, 'lying-bomb.zip'), [
     entry('[Content_Types].xml', '<Types/>'),
     { name: 'word/document.xml', data: bomb, method: 8, size: 4096 },
@@ -59,8 +58,7 @@ t.test('a 2 GiB bomb that lies about its size is stopped while inflating, in bou
   await zip.close();
   t.ok(isInvalid(r.error), 'invalid_document');
   t.match((r.error as Error).message, /word\/document\.xml inflates to more than the 4096 bytes it declares/);
-  // stopped at the declared size (the message), so neither time nor memory follow the 2 GiB
-  t.ok(r.ms < 60_000, `stopped in ${r.ms} ms`);
+  // stopped at the declared size (the message), so memory does not follow the 2 GiB
   t.ok(r.rssGrowth < 100 * MiB, `RSS grew by ${Math.round(r.rssGrowth / MiB)} MiB`);
 });
 
@@ -163,23 +161,26 @@ t.test('files that are not zips, or are cut short, are invalid documents', async
   await t.rejects(ZipArchive.open(cut).then((z) => z.verifyAll()), { code: 'invalid_document' });
 });
 
+const STOPPED_AT_DECLARED = /inflates to more than the 2048 bytes it declares/;
+
 const converters: Array<[string, Converter, string]> = [
   ['word', wordConverter, 'word/document.xml'],
   ['excel', excelConverter, 'xl/workbook.xml'],
   ['powerpoint', powerpointConverter, 'ppt/presentation.xml'],
 ];
 for (const [kind, conv, mainPart] of converters) {
-  t.test(`the ${kind} converter refuses a lying bomb as invalid_document, fast, in convert and count`, async (t) => {
+  t.test(`the ${kind} converter refuses a lying bomb as invalid_document at its declared size, in convert and count`, async (t) => {
     const file = writeZip(path.join(dir, `bomb-${kind}.zip`), [
       entry('[Content_Types].xml', '<Types/>'),
       { name: mainPart, data: bomb, method: 8, size: 2048 },
     ]);
     const r = await measure(() => convertWith(conv, file));
     t.ok(isInvalid(r.error), `convert: ${String(r.error)}`);
-    t.ok(r.ms < 60_000, `convert stopped in ${r.ms} ms (a bound only inflating it all reaches)`);
+    // stopped at the 2,048 bytes the entry declares, not after inflating the 2 GiB
+    t.match((r.error as Error).message, STOPPED_AT_DECLARED, 'convert');
     t.ok(r.rssGrowth < 100 * MiB, `RSS grew by ${Math.round(r.rssGrowth / MiB)} MiB`);
     const c = await measure(() => conv.count(file, { formats: ['markdown'] }));
     t.ok(isInvalid(c.error), `count: ${String(c.error)}`);
-    t.ok(c.ms < 60_000, `count stopped in ${c.ms} ms (a bound only inflating it all reaches)`);
+    t.match((c.error as Error).message, STOPPED_AT_DECLARED, 'count');
   });
 }

@@ -38,14 +38,13 @@ function holdsConnection(serverPort: number, clientPort: number): boolean {
 }
 
 /** Connects, sends `head`, and resolves with everything the server sent once it closes. */
-function exchange(port: number, head: string | Buffer, then?: (s: net.Socket) => void): Promise<{ data: string; closedAfterMs: number }> {
+function exchange(port: number, head: string | Buffer, then?: (s: net.Socket) => void): Promise<{ data: string }> {
   return new Promise((resolve) => {
-    const started = performance.now();
     const s = net.connect(port, '127.0.0.1');
     let data = '';
     s.on('data', (d) => { data += d.toString('latin1'); });
     s.on('error', () => {});
-    s.on('close', () => resolve({ data, closedAfterMs: performance.now() - started }));
+    s.on('close', () => resolve({ data }));
     s.on('connect', () => { s.write(head); then?.(s); });
   });
 }
@@ -73,7 +72,8 @@ t.test(`hostile clients (${MODES[0]})`, async (t) => {
     clearInterval(timer);
     clearInterval(watcher);
     t.ok(sawTemp, 'the body was being written to a temp file');
-    t.ok(r.closedAfterMs < 25_000, `the connection was cut after ${Math.round(r.closedAfterMs)} ms`);
+    // The client never stops sending, so the close that ended the exchange is the server's cut
+    // (a server that never cut it would hang this file until its timeout).
     t.notMatch(r.data, /^HTTP\/1\.1 200/, 'no conversion came of it');
     for (let i = 0; i < 100 && tmpFiles().length > 0; i++) await sleep(100);
     t.same(tmpFiles(), [], 'the temp file is gone');

@@ -40,7 +40,6 @@ t.test('hostile documents through the API', async (t) => {
       t.same(findings.map((r) => `case ${r.id} (${r.seed}: ${r.ops.join(' | ')}): ${r.finding}`), [],
         'every case ends completed, failed with a Problem, or refused with 415/422');
       t.equal(summary.failedProbes, 0, 'after every batch the server still answers /healthz with 200');
-      t.ok(results.every((r) => r.ms <= TASK_LIMIT_MS * 2 + 10_000), 'no case outlived its deadline');
       t.ok(new Set(results.map((r) => r.seed)).size >= corpus.length - 2, 'the cases reached (nearly) every kind of document');
       t.ok(results.some((r) => r.outcome === 'failed') && results.some((r) => r.outcome === 'completed'),
         'some damaged documents still convert, others fail their file');

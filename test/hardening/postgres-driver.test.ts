@@ -46,12 +46,10 @@ t.test('transactions through repeated cuts fail cleanly, and the pool is whole t
 
   t.ok((failures.get('connection') ?? 0) > 0, `transactions failed with connection errors during the cuts (${failures.get('connection')})`);
   t.same([...failures.keys()].filter((k) => k !== 'connection'), [], 'and with nothing else');
-  const started = performance.now();
+  // A pool that kept handing out dead connections would leave these hanging until TCP gives up
+  // (minutes, past the file's timeout) or failing then; how fast they answer is the bench's.
   const answers = await Promise.all(Array.from({ length: 8 }, () => db.sql`select n from counter`));
-  const ms = performance.now() - started;
-  // only a pool that keeps handing out dead connections (they hang until TCP gives up, minutes)
-  // reaches this bound; how fast the answers come is the bench's business
-  t.ok(ms < 15_000, `8 queries at once right after the last restore all answered (${Math.round(ms)} ms), none on a dead connection`);
+  t.equal(answers.length, 8, '8 queries at once right after the last restore all answered, none on a dead connection');
   // A transaction whose COMMIT went through but whose answer was cut reports a failure: the
   // counter may be ahead of the commits reported, by at most the failures, never behind.
   const n = Number(answers[0]![0]!.n);
