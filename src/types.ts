@@ -64,6 +64,8 @@ export interface StagedSource {
   /** The staged file's first bytes as they were received (up to PEEK_BYTES), so planning
    *  sniffs them without opening the file again. */
   head?: Buffer;
+  /** Its last bytes likewise (up to TAIL_BYTES of server/body.ts): a PDF's count reads them. */
+  tail?: Buffer;
 }
 
 export interface ConvertRequest {

@@ -12,8 +12,9 @@
 // Memory stays bounded: each page's mupdf objects are destroyed before the next is loaded, and
 // the document statistics come from a fixed-size sample of pages (stats.ts).
 import { ApiError } from '../errors.js';
-import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Count, Peek } from './types.js';
+import type { ConvertContext, ConvertOptions, ConvertResult, Converter, Count, FileEnd, Peek } from './types.js';
 import { lazyModule } from './shared/lazy-module.js';
+import { countOfPages, quickPageCount } from './pdf/page-count.js';
 
 /** The module that runs mupdf (a pool thread's, never the event loop's). */
 const work = lazyModule(() => import('./pdf/convert.js'));
@@ -29,6 +30,11 @@ export const pdfConverter: Converter = {
 
   async count(file: string, options: ConvertOptions): Promise<Count> {
     return (await work()).countPdf(file, options);
+  },
+
+  async quickCount(file: string, options: ConvertOptions, end?: FileEnd): Promise<Count | undefined> {
+    const pages = await quickPageCount(file, end);
+    return pages === undefined ? undefined : countOfPages(pages, options);
   },
 
   async convert(file: string, options: ConvertOptions, ctx: ConvertContext): Promise<ConvertResult> {

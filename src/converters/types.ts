@@ -54,6 +54,12 @@ export interface ConvertResult {
   mime?: string;
 }
 
+/** A file's last bytes as received, and its whole size. */
+export interface FileEnd {
+  tail: Buffer;
+  bytes: number;
+}
+
 export interface Converter {
   kind: ConverterKind;
   /** Media types this converter accepts. */
@@ -64,5 +70,11 @@ export interface Converter {
   accepts(peek: Peek): boolean;
   /** Counts pages/units for pricing without converting the document. */
   count(path: string, options: ConvertOptions): Promise<Count>;
+  /**
+   * The same count read without the converter's parser, cheaply enough for an event loop (a
+   * few small reads, bounded work), or undefined when that cannot be sure: `count` (on a pool
+   * thread) decides then. `end`: the file's last bytes and size, when the caller holds them.
+   */
+  quickCount?(path: string, options: ConvertOptions, end?: FileEnd): Promise<Count | undefined>;
   convert(path: string, options: ConvertOptions, ctx: ConvertContext): Promise<ConvertResult>;
 }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { ApiError } from '../errors.js';
 import { sniff, peekBytes, peekFile, converterForMime } from '../converters/registry.js';
 import { renderCount } from '../converters/markdown.js';
-import type { Converter, ConvertOptions, Count } from '../converters/types.js';
+import type { Converter, ConvertOptions, Count, FileEnd } from '../converters/types.js';
 import { fetchDocument, readUrl } from '../converters/url.js';
 import { countTask } from './executor.js';
 import { priceSource } from '../billing/pricing.js';
@@ -49,7 +49,7 @@ export async function planSources(ctx: Planning, req: ConvertRequest, track: Tra
     // A converter's count may find the mismatch too (a workbook renamed .docx).
     const mismatch = await mismatchOf(async () => {
       conv = await sniff(req.kind, peek);
-      count = s.data ? renderCount(s.data.length) : await countOf(ctx, conv, s.path, s.name, req.options);
+      count = s.data ? renderCount(s.data.length) : await countOf(ctx, conv, s.path, s.name, req.options, s.tail && { tail: s.tail, bytes: s.bytes });
     });
     if (mismatch) {
       out.push({ ...failed(s, mismatch), peek, data: s.data });
@@ -114,8 +114,12 @@ async function planFetch(ctx: Planning, s: StagedSource, options: ConvertOptions
  * A converter's count, made by the executor (a pool thread in the server: the parser never runs
  * on the event loop); a failure that is not already an ApiError is the document's fault (422).
  */
-async function countOf(ctx: Planning, conv: Converter, file: string, name: string, options: ConvertOptions): Promise<Count> {
+async function countOf(ctx: Planning, conv: Converter, file: string, name: string, options: ConvertOptions, end?: FileEnd): Promise<Count> {
   try {
+    // Read without the parser when the converter can (a PDF's cross-reference data): no trip to
+    // the pool, whose threads are converting.
+    const quick = await conv.quickCount?.(file, options, end);
+    if (quick) return quick;
     const task = { kind: conv.kind, path: file, name, options };
     return await (ctx.executor.count ? ctx.executor.count(task) : countTask(task));
   } catch (err) {

@@ -27,7 +27,12 @@ export interface UploadedFile {
   bytes: number;
   /** The first bytes of the file (up to PEEK_BYTES), kept as they went by. */
   head: Buffer;
+  /** Its last bytes (up to TAIL_BYTES), kept likewise: where a PDF's count is read. */
+  tail: Buffer;
 }
+
+/** The end of each uploaded file kept in memory (UploadedFile.tail). */
+export const TAIL_BYTES = 64 * 1024;
 
 export interface MultipartBody {
   files: UploadedFile[];
@@ -160,7 +165,11 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
     parser.on('file', (field, stream, info) => {
       const target = path.join(dir, `up_${randomBytes(12).toString('hex')}`);
       tempPaths.push(target);
-      const file: UploadedFile = { field, name: safeName(info.filename), mime: info.mimeType, path: target, bytes: 0, head: EMPTY };
+      const file: UploadedFile = { field, name: safeName(info.filename), mime: info.mimeType, path: target, bytes: 0, head: EMPTY, tail: EMPTY };
+      // The chunks that make up the last TAIL_BYTES, joined once the file ends (chunks are this
+      // request's own buffers, held by the write stream anyway until written).
+      const recent: Buffer[] = [];
+      let recentBytes = 0;
       files.push(file);
       pendingWrites++;
       const out = createWriteStream(target);
@@ -168,6 +177,14 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
       stream.on('data', (d: Buffer) => {
         if (file.head.length < PEEK_BYTES) file.head = Buffer.concat([file.head, d.subarray(0, PEEK_BYTES - file.head.length)]);
         file.bytes += d.length;
+        recent.push(d);
+        recentBytes += d.length;
+        while (recentBytes - recent[0]!.length >= TAIL_BYTES) recentBytes -= recent.shift()!.length;
+      });
+      stream.on('end', () => {
+        const joined = recent.length === 1 ? recent[0]! : Buffer.concat(recent);
+        file.tail = joined.subarray(Math.max(0, joined.length - TAIL_BYTES));
+        recent.length = 0;
       });
       stream.on('limit', () => fail(tooLarge(limits.maxBytes)));
       // Destroying the parser (client gone, limit hit) errors its file streams: already handled.

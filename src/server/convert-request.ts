@@ -203,7 +203,7 @@ export function fromMultipart(kind: ConverterKind, mp: MultipartBody): ConvertRe
   }
   const req: ConvertRequest = {
     kind,
-    sources: mp.files.map((f) => ({ name: f.name, mime: f.mime, path: f.path, bytes: f.bytes, head: f.head })),
+    sources: mp.files.map((f) => ({ name: f.name, mime: f.mime, path: f.path, bytes: f.bytes, head: f.head, tail: f.tail })),
     ...common(kind, fields),
   };
   return finalCheck(req);

@@ -4,6 +4,7 @@
 import { ApiError } from '../../errors.js';
 import { ocrLanguages } from '../shared/ocr.js';
 import { selectPages } from '../shared/page-range.js';
+import { countOfPages } from './page-count.js';
 import type { ConvertContext, ConvertOptions, ConvertResult, Count } from '../types.js';
 import { extractPage, type PageModel } from './extract.js';
 import { asDocumentError, openPdf } from './open.js';
@@ -19,13 +20,7 @@ export { asDocumentError };
 export function countPdf(file: string, options: ConvertOptions): Count {
   const opened = openPdf(file);
   try {
-    const pages = selectPages(options.pages, opened.pageCount).length;
-    // A selection of no page would be an empty conversion, charged: refused at submit instead.
-    if (pages === 0 && options.pages !== undefined) {
-      const count = opened.pageCount === 1 ? '1 page' : `${opened.pageCount} pages`;
-      throw new ApiError('invalid_request', `pages: the range selects no page of this document, which has ${count}.`);
-    }
-    return { pages, units: pages };
+    return countOfPages(opened.pageCount, options);
   } finally {
     opened.close();
   }
