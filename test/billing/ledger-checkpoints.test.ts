@@ -12,13 +12,30 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { openDb, type Db, type Sql } from '../../src/store/db.js';
 import { createAccount } from '../../src/store/accounts.js';
-import { CHECKPOINT_ROWS, checkpointBalance, ledgerBalance } from '../../src/billing/ledger.js';
+import { CHECKPOINT_ROWS, checkpointBalance, ledgerBalance, readLedger } from '../../src/billing/ledger.js';
 import { PG_URL, startWorld } from '../helpers/world.js';
 import { seedEmbedded } from '../helpers/embedded-template.js';
 
 async function fullSum(sql: Sql, accountId: string): Promise<number> {
   const [r] = await sql`select coalesce(sum(amount), 0)::int as s from ledger where account_id = ${accountId}`;
   return r!.s as number;
+}
+
+/** The open reservations as the whole ledger says: reserved, not released. */
+async function openByFullScan(sql: Sql, accountId: string): Promise<Array<{ conversionId: string; credits: number }>> {
+  const rows = await sql`select conversion_id as c, -min(amount)::int as n from ledger
+    where account_id = ${accountId} and kind in ('reserve', 'release') group by conversion_id having bool_and(kind = 'reserve')`;
+  return rows.map((r) => ({ conversionId: r.c as string, credits: r.n as number })).sort((a, b) => a.conversionId.localeCompare(b.conversionId));
+}
+
+/** readLedger's view, reservations in a stable order. */
+async function read(sql: Sql, accountId: string): Promise<{ balance: number; reservations: Array<{ conversionId: string; credits: number }> }> {
+  const v = await readLedger(sql, accountId);
+  return { balance: v.balance, reservations: [...v.reservations].sort((a, b) => a.conversionId.localeCompare(b.conversionId)) };
+}
+
+async function row(sql: Sql, accountId: string, conversionId: string, kind: 'reserve' | 'release' | 'charge', amount: number): Promise<void> {
+  await sql`insert into ledger (account_id, conversion_id, kind, amount) values (${accountId}, ${conversionId}, ${kind}, ${amount})`;
 }
 
 async function grants(sql: Sql, accountId: string, amounts: number[]): Promise<void> {
@@ -104,6 +121,81 @@ for (const [mode, open] of [['postgres', postgresStore], ['embedded', embeddedSt
     t.same(await ledgerBalance(sql, accountId), { balance: 70, since: 0 }, 'nor after a checkpoint past them');
   });
 }
+
+for (const [mode, open] of [['postgres', postgresStore], ['embedded', embeddedStore]] as const) {
+  t.test(`open reservations read from a checkpoint and the rows since are the whole ledger's (${mode})`, async (t) => {
+    const { sql } = await open(t);
+    const accountId = (await createAccount(sql, { name: 'checkpoints', plan: 'pro' })).id;
+    const c = (n: number): string => `conv_${mode}_open_${n}`;
+    await grants(sql, accountId, [100]);
+    await row(sql, accountId, c(1), 'reserve', -5);
+    await row(sql, accountId, c(2), 'reserve', -3);
+    await row(sql, accountId, c(3), 'reserve', -2);
+    await row(sql, accountId, c(3), 'release', 2);
+    await row(sql, accountId, c(3), 'charge', -1);
+    const before = await read(sql, accountId);
+    t.same(before, { balance: 91, reservations: await openByFullScan(sql, accountId) }, 'no checkpoint: every row is read');
+    t.same(before.reservations.map((r) => r.conversionId), [c(1), c(2)]);
+    t.ok(await checkpointPast(sql, accountId, 1, (b) => b === 91), 'a checkpoint over them');
+    const [cp] = await sql`select pending from ledger_checkpoints where account_id = ${accountId}`;
+    t.same((cp!.pending as Array<{ c: string }>).map((p) => p.c).sort(), [c(1), c(2)], 'it keeps the reservations left open, not the settled one');
+    t.same(await read(sql, accountId), before, 'read through the checkpoint, the same');
+
+    // One reserved below the horizon is settled above it; another is reserved above it.
+    await row(sql, accountId, c(1), 'release', 5);
+    await row(sql, accountId, c(1), 'charge', -4);
+    await row(sql, accountId, c(4), 'reserve', -7);
+    const after = await read(sql, accountId);
+    t.same(after, { balance: 91 + 5 - 4 - 7, reservations: await openByFullScan(sql, accountId) }, 'across the horizon, the whole ledger\'s');
+    t.same(after.reservations.map((r) => r.conversionId), [c(2), c(4)]);
+    t.ok(await checkpointPast(sql, accountId, 1, (b) => b === 85), 'the next checkpoint');
+    t.same(await read(sql, accountId), after, 'and through it');
+    t.equal(await fullSum(sql, accountId), 85);
+  });
+}
+
+t.test('a release whose transaction is older than its reservation\'s is matched across the horizon (postgres)', async (t) => {
+  const { sql } = await postgresStore(t);
+  const accountId = (await createAccount(sql, { name: 'checkpoints', plan: 'pro' })).id;
+  await grants(sql, accountId, [50]);
+  const gate = () => {
+    let open!: () => void;
+    const p = new Promise<void>((resolve) => { open = resolve; });
+    return { p, open };
+  };
+  // A takes a transaction id first and writes the release last; M, between them, stays open
+  // while the checkpoint is taken, so the horizon falls between A's rows and B's reservation.
+  const aStarted = gate(); const aRelease = gate(); const aDone = gate();
+  const mStarted = gate(); const mCommit = gate();
+  const a = sql.begin(async (tx) => {
+    await grants(tx as unknown as Sql, accountId, [1]);
+    aStarted.open();
+    await aRelease.p;
+    await row(tx as unknown as Sql, accountId, 'conv_inverted', 'release', 4);
+  }).then(() => aDone.open());
+  await aStarted.p;
+  const m = sql.begin(async (tx) => {
+    await grants(tx as unknown as Sql, accountId, [2]);
+    mStarted.open();
+    await mCommit.p;
+  });
+  await mStarted.p;
+  await row(sql, accountId, 'conv_inverted', 'reserve', -4); // B: a later transaction id, committed
+  aRelease.open();
+  await aDone.p;
+  // Rows below the horizon: A's grant and release (and the 50); above: B's reservation, M's grant.
+  t.ok(await checkpointPast(sql, accountId, 1, (b) => b === 55), 'a checkpoint between A and B');
+  const [cp] = await sql`select pending from ledger_checkpoints where account_id = ${accountId}`;
+  t.same(cp!.pending, [{ c: 'conv_inverted', k: 'release', n: 4 }], 'the release waits below for its reservation');
+  t.same(await read(sql, accountId), { balance: 51, reservations: [] }, 'released: not open (M not committed yet)');
+  mCommit.open();
+  await m;
+  t.same(await read(sql, accountId), { balance: 53, reservations: await openByFullScan(sql, accountId) });
+  t.same(await openByFullScan(sql, accountId), []);
+  t.ok(await checkpointPast(sql, accountId, 1, (b) => b === 53));
+  const [last] = await sql`select pending from ledger_checkpoints where account_id = ${accountId}`;
+  t.same(last!.pending, [], 'once both are below, nothing is left half done');
+});
 
 t.test('rows of a transaction open across a checkpoint count once it commits, once (postgres)', async (t) => {
   const { sql } = await postgresStore(t);
