@@ -1,7 +1,6 @@
 // The PDF converter's work (pdf.ts is its shell): everything here runs mupdf, so it is loaded
 // only where conversions and counts run — the pool's threads — and never by the event loop,
 // which sniffs a PDF by its first bytes alone.
-import { ApiError } from '../../errors.js';
 import { ocrLanguages } from '../shared/ocr.js';
 import { selectPages } from '../shared/page-range.js';
 import { countOfPages } from './page-count.js';

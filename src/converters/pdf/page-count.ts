@@ -69,8 +69,8 @@ export function countOfPages(pageCount: number, options: ConvertOptions): Count 
 /**
  * The page count of the PDF at `file` as its page tree's root states it, or undefined when the
  * file's structure is not plainly readable (the caller then counts with mupdf). With `end` (the
- * file's last bytes, kept as it was received, and its size) the file is opened only for what
- * lies before them; most files need nothing more.
+ * file's last bytes, however many were kept as it was received, and its size) the file is opened
+ * only for what lies before them; most files need nothing more.
  */
 export async function quickPageCount(file: string, end?: FileEnd): Promise<number | undefined> {
   let fh: FileHandle | undefined;
@@ -78,7 +78,7 @@ export async function quickPageCount(file: string, end?: FileEnd): Promise<numbe
   try {
     let size: number;
     let tail: Buffer;
-    if (end && end.tail.length === Math.min(end.bytes, TAIL_BYTES)) {
+    if (end && end.tail.length > 0 && end.tail.length <= end.bytes) {
       size = end.bytes;
       tail = end.tail;
     } else {
