@@ -47,12 +47,8 @@ export interface LedgerView extends LedgerSnapshot {
  */
 export async function readLedger(sql: Sql, accountId: string, about: readonly string[] = []): Promise<LedgerView> {
   const [row] = await sql`
-    with cp as (select horizon, balance, pending from ledger_checkpoints where account_id = ${accountId}),
-    l as (select conversion_id, kind, amount from ledger
-          where account_id = ${accountId} and xid >= coalesce((select horizon from cp), '0'::xid8)),
-    halves as (select p->>'c' as conversion_id, p->>'k' as kind, (p->>'n')::int as amount from cp, jsonb_array_elements(cp.pending) p
-               union all
-               select conversion_id, kind, amount from l where kind in ('reserve', 'release'))
+    with ${sinceCheckpoint(sql, accountId)},
+    halves as (${pendingRows(sql)} union all select conversion_id, kind, amount from l where kind in ('reserve', 'release'))
     select (coalesce((select balance from cp), 0) + coalesce((select sum(amount) from l), 0))::text as balance,
       coalesce((select json_agg(json_build_object('c', o.conversion_id, 'n', o.n))
                 from (select conversion_id, -min(amount) as n from halves
@@ -72,10 +68,25 @@ export async function readLedger(sql: Sql, accountId: string, about: readonly st
  */
 export async function ledgerBalance(sql: Sql, accountId: string): Promise<{ balance: number; since: number }> {
   const [row] = await sql`
-    with cp as (select horizon, balance from ledger_checkpoints where account_id = ${accountId})
-    select (coalesce((select balance from cp), 0) + coalesce(sum(amount), 0))::text as balance, count(*)::int as since
-    from ledger where account_id = ${accountId} and xid >= coalesce((select horizon from cp), '0'::xid8)`;
+    with ${sinceCheckpoint(sql, accountId)}
+    select (coalesce((select balance from cp), 0) + coalesce(sum(amount), 0))::text as balance, count(*)::int as since from l`;
   return { balance: Number(row!.balance), since: row!.since as number };
+}
+
+/**
+ * The opening of a read from an account's checkpoint (migrations 0012, 0013): `cp`, the
+ * checkpoint (none for an account that has had none), and `l`, the account's rows at or above its
+ * horizon (all of them without a checkpoint; rows from before 0012 carry transaction 0).
+ */
+function sinceCheckpoint(sql: Sql, accountId: string) {
+  return sql`cp as (select horizon, balance, pending from ledger_checkpoints where account_id = ${accountId}),
+    l as (select conversion_id, kind, amount, xid from ledger
+          where account_id = ${accountId} and xid >= coalesce((select horizon from cp), '0'::xid8))`;
+}
+
+/** The checkpoint's half-done conversions (`cp.pending`) as the ledger rows they stand for. */
+function pendingRows(sql: Sql) {
+  return sql`select p->>'c' as conversion_id, p->>'k' as kind, (p->>'n')::int as amount from cp, jsonb_array_elements(cp.pending) p`;
 }
 
 /** Rows since an account's checkpoint at which checkpointBalance takes a new one. */
@@ -92,15 +103,12 @@ export const CHECKPOINT_ROWS = 256;
  */
 export async function checkpointBalance(sql: Sql, accountId: string, minRows = CHECKPOINT_ROWS): Promise<boolean> {
   const moved = await sql`
-    with cp as (select horizon, balance, pending from ledger_checkpoints where account_id = ${accountId}),
+    with ${sinceCheckpoint(sql, accountId)},
     h as (select pg_snapshot_xmin(pg_current_snapshot()) as x),
-    r as (select conversion_id, kind, amount from ledger
-          where account_id = ${accountId} and xid >= coalesce((select horizon from cp), '0'::xid8) and xid < (select x from h)),
+    r as (select conversion_id, kind, amount from l where xid < (select x from h)),
     d as (select count(*) as n, coalesce(sum(amount), 0) as s from r),
-    halves as (select p->>'c' as c, p->>'k' as k, (p->>'n')::int as n from cp, jsonb_array_elements(cp.pending) p
-               union all
-               select conversion_id, kind, amount from r where kind in ('reserve', 'release')),
-    half as (select c, min(k) as k, min(n) as n from halves group by c having count(*) = 1)
+    halves as (${pendingRows(sql)} union all select conversion_id, kind, amount from r where kind in ('reserve', 'release')),
+    half as (select conversion_id as c, min(kind) as k, min(amount) as n from halves group by conversion_id having count(*) = 1)
     insert into ledger_checkpoints (account_id, horizon, balance, pending)
     select ${accountId}, (select x from h), coalesce((select balance from cp), 0) + d.s,
       coalesce((select jsonb_agg(jsonb_build_object('c', c, 'k', k, 'n', n)) from half), '[]'::jsonb)
