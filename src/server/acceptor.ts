@@ -16,7 +16,7 @@ import { ConversionService } from '../jobs/service.js';
 import type { AuditWatch, JobStarter } from '../jobs/context.js';
 import type { Executor } from '../jobs/executor.js';
 import { Router } from './router.js';
-import { cleanUpNow, makeCtx, sendError, sendJson, sendProblem, type Ctx } from './respond.js';
+import { cleanUpNow, makeCtx, sendError, sendJson, sendProblem, type Ctx, type Held } from './respond.js';
 import type { Deps } from './deps.js';
 import { registerConvert } from './routes/convert.js';
 import { registerConversions } from './routes/conversions.js';
@@ -90,6 +90,8 @@ export async function startAcceptor(parts: AcceptorParts): Promise<Acceptor> {
     }),
   };
   metrics.watchGroupCommit(deps.conversions.group.stats);
+  const held: Held = { answers: 0, bytes: 0 };
+  metrics.watchHeld(held);
 
   const router = new Router();
   router.add('GET', '/healthz', (ctx) => sendJson(ctx, 200, { status: 'ok' }));
@@ -107,7 +109,7 @@ export async function startAcceptor(parts: AcceptorParts): Promise<Acceptor> {
   let onIdle: (() => void) | undefined;
   const app: TemplatedApp = uws.App();
   app.any('/*', (res, req) => {
-    const ctx = makeCtx(res, req);
+    const ctx = makeCtx(res, req, held);
     inFlight++;
     ctx.onDone = (c) => {
       logRequest(log, c);

@@ -3,7 +3,9 @@
 // tests — each count only their own requests.
 //
 // What feeds what:
-// - http_*: app.ts, from the request-done callback (every request, once).
+// - http_requests_*, http_request_duration_*: app.ts, from the request-done callback (every
+//   request, once); http_answers_held, http_answer_bytes_held: respond.ts, answers waiting for
+//   clients that have not read them (read at scrape time).
 // - pool_*: read from the Executor at scrape time (queued(); busy()/utilisation() when it has them).
 // - conversion_tasks_*, pages_converted: meteredExecutor below, one count per source run.
 // - conversions_total{kind,outcome}: for the conversion service to increment when a conversion
@@ -19,6 +21,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Executor, Task } from '../jobs/executor.js';
 import type { RunResult } from '../converters/registry.js';
 import type { Gate } from '../billing/gate.js';
+import type { Held } from './respond.js';
 
 export type Dependency = 'postgres' | 'redis';
 
@@ -114,6 +117,18 @@ export class Metrics {
       registers: [this.registry], collect() { this.set(ex?.utilisation?.() ?? 0); },
     });
     if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry, prefix: 'docpipe_' });
+  }
+
+  /** Exposes the answers an app holds for clients that have not read them (respond.ts Held). */
+  watchHeld(held: Held): void {
+    new Gauge({
+      name: 'docpipe_http_answers_held', help: 'Answers written but not yet taken by their clients (slow or stalled readers).',
+      registers: [this.registry], collect() { this.set(held.answers); },
+    });
+    new Gauge({
+      name: 'docpipe_http_answer_bytes_held', help: 'Bytes of the answers held for clients that have not read them.',
+      registers: [this.registry], collect() { this.set(held.bytes); },
+    });
   }
 
   /** Exposes the group commit's counts: conversions per transaction is their ratio. */

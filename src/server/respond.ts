@@ -33,6 +33,18 @@ export interface Ctx {
   body?: BodyReader;
   /** Called once when the request ends: answered, aborted or failed. */
   onDone?: (ctx: Ctx) => void;
+  /** Its app's count of answers waiting for their clients to read them (endWhenWritable). */
+  held?: Held;
+}
+
+/**
+ * Answers an app holds because their clients have not read them yet (a slow reader, or one that
+ * stopped reading), and those answers' bytes: each is held from the write the socket did not
+ * take whole until it is taken or the request ends. /metrics shows both (Metrics.watchHeld).
+ */
+export interface Held {
+  answers: number;
+  bytes: number;
 }
 
 /** Unread request bodies up to this size are drained to keep the connection alive. */
@@ -45,7 +57,7 @@ export function newRequestId(): string {
 }
 
 /** Reads everything needed from the stack-allocated HttpRequest before any await. */
-export function makeCtx(res: HttpResponse, req: HttpRequest): Ctx {
+export function makeCtx(res: HttpResponse, req: HttpRequest, held?: Held): Ctx {
   const headers: Record<string, string> = {};
   req.forEach((k, v) => { headers[k] = v; });
   const given = headers['x-request-id'];
@@ -64,6 +76,7 @@ export function makeCtx(res: HttpResponse, req: HttpRequest): Ctx {
     route: '',
     cleanups: [],
     cleanedUp: false,
+    held,
   };
   res.onAborted(() => {
     ctx.aborted = true;
@@ -145,6 +158,16 @@ function endWhenWritable(ctx: Ctx, sent: string | Buffer): boolean {
   const [, done] = res.tryEnd(sent, size);
   if (done) return true;
   const body = typeof sent === 'string' ? Buffer.from(sent) : sent;
+  const held = ctx.held;
+  if (held) {
+    held.answers++;
+    held.bytes += body.length;
+    // finish() runs the clean-ups once, when uWS has taken the rest or the request is aborted
+    onCleanup(ctx, () => {
+      held.answers--;
+      held.bytes -= body.length;
+    });
+  }
   // The write offset counts this response's body bytes, from 0.
   res.onWritable((offset) => {
     if (ctx.aborted) return true;
