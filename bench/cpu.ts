@@ -1,7 +1,9 @@
 // Where the CPU goes per document through the API: `npm run bench:cpu [-- <quality> <seconds>
-// <env as JSON>]` starts docpipe (env added to the bench's, e.g. '{"WORKER_YOUNG_MB":"48"}'),
-// sends scenario B's PDFs (texlive manuals when installed, pdfkit reports otherwise) at four in
-// flight for one unmeasured pass, then for `seconds`, and prints the CPU time (schedstat) each
+// <env as JSON> <node options as JSON> <warm-up seconds>]` starts docpipe (env added to the
+// bench's, e.g. '{"WORKER_YOUNG_MB":"48"}'; node options before the bench's own, e.g.
+// '["--no-flush-bytecode"]'), sends scenario B's PDFs (texlive manuals when installed, pdfkit
+// reports otherwise) at four in flight for one unmeasured pass (or passes until the warm-up
+// seconds; scenario B warms for WARM_S), then for `seconds`, and prints the CPU time (schedstat) each
 // server thread, Postgres, Redis and this load generator spent per document over the measured
 // passes, with the total against the wall time of both cores. On 2 cores the API path's cost is
 // everything outside the two converter threads.
@@ -36,22 +38,24 @@ function snapshot(serverPid: number): Map<string, number> {
 const quality = process.argv[2] ?? 'standard';
 const seconds = Number(process.argv[3] ?? 20);
 const env = process.argv[4] ? JSON.parse(process.argv[4]) as Record<string, string> : {};
+const nodeArgs = process.argv[5] ? JSON.parse(process.argv[5]) as string[] : [];
+const warmSeconds = Number(process.argv[6] ?? 0);
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'docpipe-bench-cpu-'));
 const files = existsSync(TEXDOCS) ? texlivePdfs(3) : await generatedPdfs(scratch, 24, 20);
 const unit = (f: { pages: number }) => f.pages;
 const bench = await setUpBench();
 try {
-  const inst = await bench.start(env);
+  const inst = await bench.start(env, nodeArgs);
   try {
     const fields = { quality };
-    await apiThroughput(inst.origin, bench.key, 'pdf', files, { fields, concurrency: 4, minSeconds: 0, unit, warmup: 0 });
+    await apiThroughput(inst.origin, bench.key, 'pdf', files, { fields, concurrency: 4, minSeconds: warmSeconds, unit, warmup: 0 });
     const before = snapshot(inst.pid);
     const r = await apiThroughput(inst.origin, bench.key, 'pdf', files, { fields, concurrency: 4, minSeconds: seconds, unit, warmup: 0 });
     const after = snapshot(inst.pid);
     const rows = [...after].map(([k, ms]) => ({ k, ms: ms - (before.get(k) ?? 0) })).filter((x) => x.ms > 0).sort((a, b) => b.ms - a.ms);
     const perDoc = (ms: number) => `${(ms / r.documents).toFixed(2).padStart(8)} ms`;
     console.log(`quality ${quality}: ${r.rate.toFixed(1)} pages/s, ${r.documents} documents in ${r.seconds.toFixed(1)} s, answers ${JSON.stringify(r.answers)}, `
-      + `peak RSS ${(inst.peakRss() / 2 ** 20).toFixed(0)} MB, env ${JSON.stringify(env)}`);
+      + `peak RSS ${(inst.peakRss() / 2 ** 20).toFixed(0)} MB, env ${JSON.stringify(env)}, node ${JSON.stringify(nodeArgs)}, warm-up ${warmSeconds} s`);
     console.log('CPU per document:');
     for (const x of rows) console.log(`${perDoc(x.ms)}  ${x.k}`);
     const total = rows.reduce((a, x) => a + x.ms, 0);
