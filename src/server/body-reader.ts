@@ -50,8 +50,8 @@ function pauseRested(): void {
  * Body bytes this thread copies out of uWS (a Buffer for each chunk) between two collections of
  * V8's young generation that it asks for. A chunk's copy is garbage as soon as it is written to
  * disk, but V8 counts its memory as external to its heap and collects for that only after tens of
- * MB: a 100 MB multipart upload raised the server's RSS by 31–37 MB (scenario F), the copies it had
- * made and not yet freed, against 9–11 MB with a young collection every 8 MB of body. Such a
+ * MB: scenario F's 100 MB multipart upload raised the server's RSS by 29.8–33.7 MB, the copies it
+ * had made and not yet freed, against 9.1–10.6 MB with a young collection every 8 MB of body. Such a
  * collection visits only what is alive in the young generation: F's 1 GiB chunked upload (128 of
  * them) ran at 455–491 MB/s with it against 458–521 without (three runs each, alternating).
  */
