@@ -58,7 +58,9 @@ function pauseRested(): void {
 const COLLECT_EVERY_BYTES = 8 * 1024 * 1024;
 
 /** This thread's young-generation collection, when V8 lets one be had (the gc extension, bound
- *  to this isolate and left out of the contexts made afterwards). */
+ *  to this isolate and left out of the contexts made afterwards). V8's flags are the process's:
+ *  should two threads load this module at the same instant, one may find the flag already set
+ *  back and go without; its copies are then freed on V8's own schedule, as before. */
 const collectYoung = ((): (() => void) | undefined => {
   try {
     setFlagsFromString('--expose-gc');
