@@ -3,9 +3,9 @@
 // tests — each count only their own requests.
 //
 // What feeds what:
-// - http_requests_*, http_request_duration_*: app.ts, from the request-done callback (every
-//   request, once); http_answers_held, http_answer_bytes_held: respond.ts, answers waiting for
-//   clients that have not read them (read at scrape time).
+// - http_requests_*, http_request_duration_*: acceptor.ts, from the request-done callback (every
+//   request, once); http_answers_held, http_answer_bytes_held: respond.ts (endWhenWritable), in
+//   the Held each acceptor gives its requests, read at scrape time: answers waiting for clients.
 // - pool_*: read from the Executor at scrape time (queued(); busy()/utilisation() when it has them).
 // - conversion_tasks_*, pages_converted: meteredExecutor below, one count per source run.
 // - conversions_total{kind,outcome}: for the conversion service to increment when a conversion
