@@ -94,11 +94,13 @@ for (const [name, make] of Object.entries(gates)) {
       const a = await newAccount();
       await ledger.grant(a, 40, 'start');
       await gate.forget(a);
-      // Counts this ledger's reads of the account, and holds the answer of the first until `release`
-      // (its statement runs at once: its snapshot is of that moment).
+      // Counts this ledger's reads of the account, and holds the answer of the first until `release`;
+      // `firstRan` settles once Postgres has answered that first statement, so its snapshot is taken.
       let statements = 0;
       let release!: () => void;
       const held = new Promise<void>((r) => { release = r; });
+      let ran!: () => void;
+      const firstRan = new Promise<void>((r) => { ran = r; });
       const counting = new Proxy(sql, {
         apply(target, self, args) {
           const query = Reflect.apply(target, self, args) as PromiseLike<unknown>;
@@ -107,12 +109,16 @@ for (const [name, make] of Object.entries(gates)) {
           if (!(args[0] as TemplateStringsArray).join('').includes(' as open,')) return query;
           statements++;
           const answer = Promise.resolve(query);
-          return statements === 1 ? held.then(() => answer) : answer;
+          if (statements !== 1) return answer;
+          answer.then(ran, ran);
+          return held.then(() => answer);
         },
       });
       const shared = new Ledger(counting, gate);
       const first = Array.from({ length: 10 }, () => shared.balance(a));
-      while (statements === 0) await new Promise((r) => setImmediate(r));
+      // The statement is sent at once but may reach Postgres after a statement sent later on
+      // another connection of the pool: the grant is made once the first read has been answered.
+      await firstRan;
       // Money the first read cannot see: the calls made now must be answered from a later read.
       await sql`insert into ledger (account_id, kind, amount) values (${a}, 'grant', 2)`;
       const later = Array.from({ length: 10 }, () => shared.balance(a));
