@@ -60,6 +60,16 @@ t.test(`hostile clients (${MODES[0]})`, async (t) => {
     const h = await w.req('GET', '/healthz', { key: null });
     t.equal(h.status, 200, 'the server still answers');
   };
+  // A sample of /metrics; `missing` when it has no such line (NaN by default: a gauge that went
+  // away fails the assertion on it).
+  const metric = async (pattern: RegExp, missing = NaN): Promise<number> => {
+    const text = await (await w.req('GET', '/metrics', { key: null })).text();
+    return Number(pattern.exec(text)?.[1] ?? missing);
+  };
+  // The answers the server holds for clients that have not read them, and their bytes.
+  const held = async (): Promise<{ answers: number; bytes: number }> => ({
+    answers: await metric(/^docpipe_http_answers_held (\d+)$/m), bytes: await metric(/^docpipe_http_answer_bytes_held (\d+)$/m),
+  });
 
   await t.test('a slowloris upload (one byte every 4 s) is cut by the idle timeout and its temp file removed', async (t) => {
     let timer: NodeJS.Timeout | undefined;
@@ -95,11 +105,6 @@ t.test(`hostile clients (${MODES[0]})`, async (t) => {
       // the server holds at most one answer for it (its send timeout, 10 s without progress,
       // would close it too, but every answer the server went on to write meanwhile would be held
       // until then). The server's gauge of held answers tells the two apart, not the clock.
-      const held = async (): Promise<{ answers: number; bytes: number }> => {
-        const text = await (await w.req('GET', '/metrics', { key: null })).text();
-        const read = (name: string): number => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
-        return { answers: read('docpipe_http_answers_held'), bytes: read('docpipe_http_answer_bytes_held') };
-      };
       let most = 0;
       while (holdsConnection(port, s.localPort!)) {
         most = Math.max(most, (await held()).answers);
@@ -121,14 +126,8 @@ t.test(`hostile clients (${MODES[0]})`, async (t) => {
   await t.test('an answer a client does not take is held and counted until its next request closes the connection', async (t) => {
     // One request at a time on a connection whose client reads nothing: each 90 KB answer goes
     // into the kernel's buffers until they are full, and the next one waits in the server.
-    const metric = async (pattern: RegExp): Promise<number> => {
-      const text = await (await w.req('GET', '/metrics', { key: null })).text();
-      return Number(pattern.exec(text)?.[1] ?? 0);
-    };
-    const answered = (): Promise<number> => metric(/^docpipe_http_requests_total\{method="GET",route="\/v1\/openapi.json",status="200"\} (\d+)$/m);
-    const held = async (): Promise<{ answers: number; bytes: number }> => ({
-      answers: await metric(/^docpipe_http_answers_held (\d+)$/m), bytes: await metric(/^docpipe_http_answer_bytes_held (\d+)$/m),
-    });
+    // a counter with no line for these labels yet has counted none
+    const answered = (): Promise<number> => metric(/^docpipe_http_requests_total\{method="GET",route="\/v1\/openapi.json",status="200"\} (\d+)$/m, 0);
     const s = net.connect(port, '127.0.0.1');
     s.on('error', () => {});
     t.teardown(() => { s.destroy(); });
