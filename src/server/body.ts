@@ -204,6 +204,9 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
     parser.on('close', () => { ended = true; maybeDone(); });
 
     const body = bodyOf(ctx);
+    // One wait for the parser's drain at a time: the chunks held before consume() are written
+    // one after another, and each may find the parser full.
+    let waiting = false;
     body.consume((chunk, isLast) => {
       if (settled) return;
       total += chunk.byteLength;
@@ -213,7 +216,9 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
       if (!ok) {
         // The disk (through busboy's file streams) is behind: stop reading the socket.
         body.pause();
-        parser.once('drain', () => { if (!settled) body.resume(); });
+        if (waiting) return;
+        waiting = true;
+        parser.once('drain', () => { waiting = false; if (!settled) body.resume(); });
       }
     });
   });

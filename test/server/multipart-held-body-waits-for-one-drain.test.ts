@@ -1,0 +1,79 @@
+// A multipart body that arrived whole while its request waited (auth, rate limit) is handed to
+// the parser chunk after chunk at once; each chunk may find the parser full. The reader waits
+// for the parser's drain once, not once per chunk: with a listener per chunk, a body in more
+// than ten chunks made node warn of a leak (MaxListenersExceededWarning, seen under scenario B).
+import t from 'tap';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { us_listen_socket } from 'uWebSockets.js';
+import { loadUws } from '../../src/server/uws.js';
+import { makeCtx, reply } from '../../src/server/respond.js';
+import { readMultipart } from '../../src/server/body.js';
+
+const PIECES = 40;
+const PIECE_BYTES = 16 * 1024;
+
+t.test('a multipart body held whole before it is read', async (t) => {
+  const uws = loadUws();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-held-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const warnings: string[] = [];
+  const onWarning = (w: Error): void => { warnings.push(`${w.name}: ${w.message}`); };
+  process.on('warning', onWarning);
+  t.teardown(() => { process.off('warning', onWarning); });
+
+  const content = Buffer.alloc(PIECES * PIECE_BYTES);
+  for (let i = 0; i < content.length; i++) content[i] = 97 + (i % 26);
+  const head = Buffer.from('--b\r\ncontent-disposition: form-data; name="file"; filename="a.txt"\r\ncontent-type: text/plain\r\n\r\n');
+  const body = Buffer.concat([head, content, Buffer.from('\r\n--b--\r\n')]);
+
+  let chunksHeld = 0;
+  let kept = '';
+  const app = uws.App();
+  app.post('/up', (res, req) => {
+    const ctx = makeCtx(res, req);
+    // The body is left to arrive whole (held by the reader) before the parser sees any of it.
+    const wait = setInterval(() => {
+      if (!ctx.body!.complete) return;
+      clearInterval(wait);
+      chunksHeld = (ctx.body as unknown as { queue: unknown[] }).queue.length;
+      readMultipart(ctx, dir, { maxBytes: 10 * 1024 * 1024, maxFiles: 1, maxFields: 1, maxFieldBytes: 1024 })
+        .then((mp) => {
+          kept = readFileSync(mp.files[0]!.path, 'latin1');
+          reply(ctx, 200, String(mp.files[0]!.bytes), 'text/plain');
+        }, (err: Error) => reply(ctx, 500, err.message, 'text/plain'));
+    }, 5);
+  });
+  const listen = await new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('cannot listen'))));
+  });
+  t.teardown(() => uws.us_listen_socket_close(listen));
+  const port = uws.us_socket_local_port(listen);
+
+  const answer = await new Promise<string>((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.setNoDelay(true);
+    let data = '';
+    s.on('error', reject);
+    s.on('data', (d: Buffer) => {
+      data += d.toString('latin1');
+      if (/\r\n\r\n\d+$/.test(data)) { s.destroy(); resolve(data); }
+    });
+    s.on('connect', async () => {
+      s.write(`POST /up HTTP/1.1\r\nhost: x\r\ncontent-type: multipart/form-data; boundary=b\r\ncontent-length: ${body.length}\r\n\r\n`);
+      // In pieces with a pause between them, so that they arrive as separate chunks.
+      for (let at = 0; at < body.length; at += PIECE_BYTES) {
+        s.write(body.subarray(at, at + PIECE_BYTES));
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    });
+  });
+  await new Promise((r) => setImmediate(r));
+  t.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
+  t.ok(chunksHeld > 10, `the body was held in more than ten chunks before it was read (${chunksHeld})`);
+  t.equal(answer.split('\r\n\r\n')[1], String(content.length), 'the file arrived whole');
+  t.ok(kept === content.toString('latin1'), 'the file on disk holds the uploaded bytes');
+  t.same(warnings, [], 'no warning (no drain listener per chunk)');
+});
