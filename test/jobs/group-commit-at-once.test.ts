@@ -164,3 +164,37 @@ for (const mode of storeModes()) {
     t.equal(await monthOf(w, w.accountId), 2);
   });
 }
+
+// Every batch of an account updates its counter row, so two batches of one account (two acceptor
+// threads', or two processes') commit one after the other from the moment the first takes that
+// row. Sent at once, a batch writes its rows first and takes the counter row last, just before
+// its COMMIT: a batch waiting for the row has already inserted its rows meanwhile.
+t.test('postgres: a batch sent at once writes its rows before it takes its account\'s counter row', async (t) => {
+  const w = await startWorld('postgres');
+  t.teardown(() => w.close());
+  const group = new GroupCommit(w.db.sql);
+  await group.add(member('conv_c1', w.accountId)); // the counter row exists from here on
+  const holder = await w.db.sql.reserve();
+  t.teardown(() => holder.release());
+  await holder`begin`;
+  await holder`select files from monthly_usage where account_id = ${w.accountId} for update`;
+  const stored = group.add(member('conv_c2', w.accountId));
+  // The batch's backend, once it waits for the row the holder has.
+  let waiting: { pid: number; query: string } | undefined;
+  while (!waiting) {
+    const [row] = await w.db.sql`select pid, query from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock' and query like '%group_commit_check%'`;
+    if (row) waiting = { pid: Number(row.pid), query: row.query as string };
+    else await new Promise((r) => setTimeout(r, 10));
+  }
+  t.match(waiting.query, /insert into monthly_usage/, 'it waits at the statement that counts the month');
+  const held = await w.db.sql`select c.relname from pg_locks l join pg_class c on c.oid = l.relation
+    where l.pid = ${waiting.pid} and l.granted and l.mode = 'RowExclusiveLock' and c.relname in ('conversions', 'files', 'ledger', 'jobs')
+    order by c.relname`;
+  t.same(held.map((r) => r.relname), ['conversions', 'files', 'jobs', 'ledger'], 'its conversion, file, reservation and job were inserted before it waited');
+  await holder`commit`;
+  await stored;
+  t.same(await storedIds(w, w.accountId), ['conv_c1', 'conv_c2']);
+  t.equal(await monthOf(w, w.accountId), 2, 'the month counted once for each');
+  t.same(group.stats, { batches: 2, conversions: 2 }, 'both sent at once');
+});
