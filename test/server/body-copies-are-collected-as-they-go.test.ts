@@ -5,8 +5,8 @@
 // chunk, while 96 MB arrive and are dropped. Without the collections it rose by tens of MB.
 import t from 'tap';
 import net from 'node:net';
-import type { us_listen_socket } from 'uWebSockets.js';
 import { loadUws } from '../../src/server/uws.js';
+import { listenBare } from '../helpers/bare-uws.js';
 import { makeCtx, reply } from '../../src/server/respond.js';
 
 const MB = 1024 * 1024;
@@ -31,11 +31,7 @@ t.test('a large body\'s chunk copies are collected as it arrives', async (t) => 
       if (isLast) reply(ctx, 200, String(received), 'text/plain');
     });
   });
-  const listen = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('cannot listen'))));
-  });
-  t.teardown(() => uws.us_listen_socket_close(listen));
-  const port = uws.us_socket_local_port(listen);
+  const port = await listenBare(t, app);
 
   const answer = await new Promise<string>((resolve, reject) => {
     const s = net.connect(port, '127.0.0.1');

@@ -7,12 +7,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { us_listen_socket } from 'uWebSockets.js';
 import { loadUws } from '../../src/server/uws.js';
+import { listenBare } from '../helpers/bare-uws.js';
 import { makeCtx, reply } from '../../src/server/respond.js';
 import { readMultipart } from '../../src/server/body.js';
 
-const PIECES = 40;
+const PIECES = 64;
 const PIECE_BYTES = 16 * 1024;
 
 t.test('a multipart body held whole before it is read', async (t) => {
@@ -46,11 +46,7 @@ t.test('a multipart body held whole before it is read', async (t) => {
         }, (err: Error) => reply(ctx, 500, err.message, 'text/plain'));
     }, 5);
   });
-  const listen = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('cannot listen'))));
-  });
-  t.teardown(() => uws.us_listen_socket_close(listen));
-  const port = uws.us_socket_local_port(listen);
+  const port = await listenBare(t, app);
 
   const answer = await new Promise<string>((resolve, reject) => {
     const s = net.connect(port, '127.0.0.1');

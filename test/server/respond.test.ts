@@ -3,8 +3,8 @@
 // finishes only once uWS has taken the whole body, and a client that leaves mid-answer ends it.
 import t from 'tap';
 import net from 'node:net';
-import type { us_listen_socket } from 'uWebSockets.js';
 import { loadUws } from '../../src/server/uws.js';
+import { listenBare } from '../helpers/bare-uws.js';
 import { makeCtx, reply, type Ctx } from '../../src/server/respond.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -28,11 +28,7 @@ t.test('reply under backpressure', async (t) => {
     ctx.onDone = (c) => done.push(c);
     reply(ctx, 200, body, 'text/plain; charset=utf-8');
   });
-  const listen = await new Promise<us_listen_socket>((resolve, reject) => {
-    app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('cannot listen'))));
-  });
-  t.teardown(() => uws.us_listen_socket_close(listen));
-  const port = uws.us_socket_local_port(listen);
+  const port = await listenBare(t, app);
 
   const connect = async (): Promise<net.Socket> => {
     const s = net.connect(port, '127.0.0.1');
