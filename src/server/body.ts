@@ -204,22 +204,17 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
     parser.on('close', () => { ended = true; maybeDone(); });
 
     const body = bodyOf(ctx);
-    // One wait for the parser's drain at a time: the chunks held before consume() are written
-    // one after another, and each may find the parser full.
-    let waiting = false;
+    // One listener for the request: the chunks held before consume() are written one after
+    // another, and each may find the parser full (resume() is a no-op unless paused).
+    parser.on('drain', () => { if (!settled) body.resume(); });
     body.consume((chunk, isLast) => {
       if (settled) return;
       total += chunk.byteLength;
       if (total > limits.maxBytes) return fail(tooLarge(limits.maxBytes));
       const ok = parser.write(chunk);
       if (isLast) { parser.end(); return; }
-      if (!ok) {
-        // The disk (through busboy's file streams) is behind: stop reading the socket.
-        body.pause();
-        if (waiting) return;
-        waiting = true;
-        parser.once('drain', () => { waiting = false; if (!settled) body.resume(); });
-      }
+      // The disk (through busboy's file streams) is behind: stop reading the socket.
+      if (!ok) body.pause();
     });
   });
 }
