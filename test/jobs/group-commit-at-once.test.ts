@@ -176,14 +176,16 @@ t.test('postgres: a batch sent at once writes its rows before it takes its accou
   await group.add(member('conv_c1', w.accountId)); // the counter row exists from here on
   const holder = await w.db.sql.reserve();
   t.teardown(() => holder.release());
+  const [{ pid: holderPid }] = await holder`select pg_backend_pid() as pid`;
   await holder`begin`;
   await holder`select files from monthly_usage where account_id = ${w.accountId} for update`;
   const stored = group.add(member('conv_c2', w.accountId));
-  // The batch's backend, once it waits for the row the holder has.
+  // The batch's backend, once it waits for the row the holder has (blocked by the holder: not
+  // a backend of another test file sharing the database).
   let waiting: { pid: number; query: string } | undefined;
   while (!waiting) {
     const [row] = await w.db.sql`select pid, query from pg_stat_activity
-      where datname = current_database() and wait_event_type = 'Lock' and query like '%group_commit_check%'`;
+      where ${holderPid}::int = any(pg_blocking_pids(pid))`;
     if (row) waiting = { pid: Number(row.pid), query: row.query as string };
     else await new Promise((r) => setTimeout(r, 10));
   }
