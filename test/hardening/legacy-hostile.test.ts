@@ -19,8 +19,9 @@ import { LEGACY_DIR, LETTER, WORKBOOK } from '../fixtures/build/legacy.js';
 import { buildPlain } from '../fixtures/build/docx.js';
 import { zeroDeflate, writeZip, entry } from '../fixtures/build/zip.js';
 
-/** The hung file's pool: only the hung file reaches its limit. */
-const HANG_LIMIT_MS = 10_000;
+/** The hung file's pool: only the hung file should reach its limit (the memo beside it takes
+ *  mammoth well under a second, a thread's first load of the converters a few). */
+const HANG_LIMIT_MS = 15_000;
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'docpipe-legacy-hostile-'));
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
@@ -129,7 +130,7 @@ t.test('hostile legacy files fail alone', async (t) => {
 
   completed(hung, 'memo.docx', 'the file beside the hung one completed');
   t.match(output(hung, 'memo.docx'), 'A memo beside hostile files.');
-  failed(hung, 'hang.doc', /took longer than 10 s/);
+  failed(hung, 'hang.doc', /took longer than 15 s/);
   t.ok(existsSync(hangPid), 'the stand-in engine hung');
   const grandchild = Number(readFileSync(hangPid, 'utf8'));
   for (const end = Date.now() + 30_000; alive(grandchild) && Date.now() < end;) await new Promise((r) => setTimeout(r, 50));
