@@ -3,12 +3,12 @@
 // sent, its first and last bytes are kept as they went by, and the request's end removes the
 // temp files the handler left (not one it moved away).
 import t from 'tap';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { loadUws } from '../../src/server/uws.js';
 import { listenBare } from '../helpers/bare-uws.js';
+import { postInPieces } from '../helpers/post-in-pieces.js';
 import { makeCtx, reply } from '../../src/server/respond.js';
 import { readMultipart, TAIL_BYTES, WRITE_BATCH_BYTES, type MultipartBody } from '../../src/server/body.js';
 import { PEEK_BYTES } from '../../src/converters/registry.js';
@@ -34,6 +34,13 @@ function multipartBody(files: Array<{ name: string; data: Buffer }>): Buffer {
   return Buffer.concat(parts);
 }
 
+/** The answer is whole: its headers and as many body bytes as its content-length says. */
+function answered(d: string): boolean {
+  const end = d.indexOf('\r\n\r\n');
+  const length = end < 0 ? null : /content-length: (\d+)/i.exec(d.slice(0, end));
+  return length !== null && d.length - end - 4 >= Number(length[1]);
+}
+
 interface Seen { body?: MultipartBody; onDisk: Buffer[]; error?: string }
 
 /** Sends `body` in pieces of `piece` bytes a moment apart; the handler reads it with readMultipart
@@ -56,23 +63,7 @@ async function upload(t: { teardown(fn: () => void): void }, dir: string, body: 
       });
   });
   const port = await listenBare(t, app);
-  await new Promise<void>((resolve, reject) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.setNoDelay(true);
-    let data = '';
-    s.on('error', reject);
-    s.on('data', (d: Buffer) => {
-      data += d.toString('latin1');
-      if (/\r\n\r\n(ok|.+)$/.test(data) && /content-length: (\d+)/i.test(data)) { s.destroy(); resolve(); }
-    });
-    s.on('connect', async () => {
-      s.write(`POST /up HTTP/1.1\r\nhost: x\r\ncontent-type: multipart/form-data; boundary=b\r\ncontent-length: ${body.length}\r\n\r\n`);
-      for (let at = 0; at < body.length; at += piece) {
-        s.write(body.subarray(at, at + piece));
-        await new Promise((r) => setTimeout(r, 1));
-      }
-    });
-  });
+  await postInPieces(port, '/up', body, { piece, pauseMs: 1, boundary: 'b', whole: answered });
   // the request's clean-ups run once its answer is out
   for (let i = 0; i < 100 && readdirSync(dir).length > 0; i++) await new Promise((r) => setTimeout(r, 10));
   return seen;

@@ -3,12 +3,12 @@
 // for the parser's drain once, not once per chunk: with a listener per chunk, a body in more
 // than ten chunks made node warn of a leak (MaxListenersExceededWarning, seen under scenario B).
 import t from 'tap';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadUws } from '../../src/server/uws.js';
 import { listenBare } from '../helpers/bare-uws.js';
+import { postInPieces } from '../helpers/post-in-pieces.js';
 import { makeCtx, reply } from '../../src/server/respond.js';
 import { readMultipart } from '../../src/server/body.js';
 
@@ -48,24 +48,8 @@ t.test('a multipart body held whole before it is read', async (t) => {
   });
   const port = await listenBare(t, app);
 
-  const answer = await new Promise<string>((resolve, reject) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.setNoDelay(true);
-    let data = '';
-    s.on('error', reject);
-    s.on('data', (d: Buffer) => {
-      data += d.toString('latin1');
-      if (/\r\n\r\n\d+$/.test(data)) { s.destroy(); resolve(data); }
-    });
-    s.on('connect', async () => {
-      s.write(`POST /up HTTP/1.1\r\nhost: x\r\ncontent-type: multipart/form-data; boundary=b\r\ncontent-length: ${body.length}\r\n\r\n`);
-      // In pieces with a pause between them, so that they arrive as separate chunks.
-      for (let at = 0; at < body.length; at += PIECE_BYTES) {
-        s.write(body.subarray(at, at + PIECE_BYTES));
-        await new Promise((r) => setTimeout(r, 2));
-      }
-    });
-  });
+  // In pieces with a pause between them, so that they arrive as separate chunks.
+  const answer = await postInPieces(port, '/up', body, { piece: PIECE_BYTES, pauseMs: 2, boundary: 'b', whole: (d) => /\r\n\r\n\d+$/.test(d) });
   await new Promise((r) => setImmediate(r));
   t.match(answer, /^HTTP\/1\.1 200 OK\r\n/);
   t.ok(chunksHeld > 10, `the body was held in more than ten chunks before it was read (${chunksHeld})`);
