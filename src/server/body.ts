@@ -1,7 +1,7 @@
 // Request bodies. JSON is collected up to a cap and parsed with a nesting limit; multipart is
-// streamed through busboy into files under DATA_DIR/tmp, a batch of chunks a write, pausing the
-// socket while the disk catches up. Nothing is buffered past its cap: an oversized body is
-// refused from its Content-Length, or the moment its running total passes the cap.
+// streamed through busboy straight into files under DATA_DIR/tmp, pausing the socket while the
+// disk catches up. Nothing is buffered past its cap: an oversized body is refused from its
+// Content-Length, or the moment its running total passes the cap.
 import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { removeFile } from '../store/blobs.js';
 import path from 'node:path';
@@ -30,17 +30,6 @@ export interface UploadedFile {
   /** Its last bytes (up to TAIL_BYTES), kept likewise: where a PDF's count is read. */
   tail: Buffer;
 }
-
-/**
- * Bytes of an uploaded file gathered before they are handed to its write stream in one go (one
- * `writev`). Each write is a trip through libuv's threads and back to the event loop. The write
- * stream already joined the chunks that came while a write was out (a body held whole during
- * authentication reaches the parser at once), so the gain is the rest: over scenario B's
- * manuals (394 KB on average), 1.47 write calls an upload before, 1.13 after (perf's syscall
- * tracepoints on libuv's threads, 110 uploads each). The chunks are this request's own copies,
- * held until written either way; a batch holds at most this much longer.
- */
-export const WRITE_BATCH_BYTES = 512 * 1024;
 
 /** The end of each uploaded file kept in memory (UploadedFile.tail). */
 export const TAIL_BYTES = 64 * 1024;
@@ -187,44 +176,24 @@ export function readMultipart(ctx: Ctx, dir: string, limits: MultipartLimits): P
       pendingWrites++;
       const out = createWriteStream(target);
       writers.push(out);
-      // The chunks not yet handed to `out`: corked, they reach it as one writev (WRITE_BATCH_BYTES).
-      const batch: Buffer[] = [];
-      let batchBytes = 0;
-      const flush = (): boolean => {
-        let ok = true;
-        out.cork();
-        for (const b of batch) ok = out.write(b);
-        out.uncork();
-        batch.length = 0;
-        batchBytes = 0;
-        return ok;
-      };
       stream.on('data', (d: Buffer) => {
         if (file.head.length < PEEK_BYTES) file.head = Buffer.concat([file.head, d.subarray(0, PEEK_BYTES - file.head.length)]);
         file.bytes += d.length;
         recent.push(d);
         recentBytes += d.length;
         while (recentBytes - recent[0]!.length >= TAIL_BYTES) recentBytes -= recent.shift()!.length;
-        batch.push(d);
-        batchBytes += d.length;
-        // The disk is behind: the file's stream waits (and through busboy, the socket).
-        if (batchBytes >= WRITE_BATCH_BYTES && !flush()) {
-          stream.pause();
-          out.once('drain', () => stream.resume());
-        }
       });
       stream.on('end', () => {
         const joined = recent.length === 1 ? recent[0]! : Buffer.concat(recent);
         file.tail = joined.subarray(Math.max(0, joined.length - TAIL_BYTES));
         recent.length = 0;
-        flush();
-        out.end();
       });
       stream.on('limit', () => fail(tooLarge(limits.maxBytes)));
       // Destroying the parser (client gone, limit hit) errors its file streams: already handled.
       stream.on('error', (e) => fail(new ApiError('invalid_request', `Bad multipart body: ${e.message}`)));
       out.on('error', (e) => fail(e));
       out.on('finish', () => { pendingWrites--; maybeDone(); });
+      stream.pipe(out);
     });
     parser.on('field', (name, value, info) => {
       if (info.valueTruncated) return fail(new ApiError('invalid_request', `Field "${name}" is over ${limits.maxFieldBytes} bytes.`));

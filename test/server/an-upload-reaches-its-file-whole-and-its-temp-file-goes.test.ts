@@ -1,7 +1,7 @@
-// A multipart file goes to disk a batch of chunks at a time (WRITE_BATCH_BYTES): whatever the
-// pieces it arrived in and wherever the batches end, the file on disk holds exactly the bytes
-// sent, its first and last bytes are kept as they went by, and the request's end removes the
-// temp files the handler left (not one it moved away).
+// A multipart file streams to a temp file: whatever the pieces it arrived in, the file on disk
+// holds exactly the bytes sent and its first and last bytes are kept as they went by; the
+// request's end removes the temp files the handler left, and looks for them first, so that one it
+// moved away (a conversion keeps its source so) costs no removal.
 import t from 'tap';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,8 +10,10 @@ import { loadUws } from '../../src/server/uws.js';
 import { listenBare } from '../helpers/bare-uws.js';
 import { postInPieces } from '../helpers/post-in-pieces.js';
 import { makeCtx, reply } from '../../src/server/respond.js';
-import { readMultipart, TAIL_BYTES, WRITE_BATCH_BYTES, type MultipartBody } from '../../src/server/body.js';
+import { readMultipart, TAIL_BYTES, type MultipartBody } from '../../src/server/body.js';
 import { PEEK_BYTES } from '../../src/converters/registry.js';
+
+const KB = 1024;
 
 /** Bytes that differ from one position to the next, so that a lost, doubled or moved piece shows. */
 function pattern(length: number, seed: number): Buffer {
@@ -69,10 +71,10 @@ async function upload(t: { teardown(fn: () => void): void }, dir: string, body: 
   return seen;
 }
 
-t.test('a file of several batches, sent in pieces that do not line up with them', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-batches-'));
+t.test('a file of over a MB sent in uneven pieces', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-upload-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const data = pattern(2 * WRITE_BATCH_BYTES + WRITE_BATCH_BYTES / 2 + 123, 7);
+  const data = pattern(1280 * KB + 123, 7);
   const seen = await upload(t, dir, multipartBody([{ name: 'big.bin', data }]), 48 * 1024 + 7);
   t.equal(seen.error, undefined);
   const f = seen.body!.files[0]!;
@@ -83,14 +85,14 @@ t.test('a file of several batches, sent in pieces that do not line up with them'
   t.same(readdirSync(dir), [], 'the temp file is removed when the request ends');
 });
 
-t.test('files ending on a batch boundary, under one, and empty, in one body', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-batches-'));
+t.test('several files in one body, one of them empty', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-upload-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const files = [
-    { name: 'exact.bin', data: pattern(WRITE_BATCH_BYTES, 1) },
+    { name: 'half.bin', data: pattern(512 * KB, 1) },
     { name: 'small.bin', data: pattern(1000, 2) },
     { name: 'empty.bin', data: Buffer.alloc(0) },
-    { name: 'two.bin', data: pattern(2 * WRITE_BATCH_BYTES, 3) },
+    { name: 'one.bin', data: pattern(1024 * KB, 3) },
   ];
   const seen = await upload(t, dir, multipartBody(files), 64 * 1024);
   t.equal(seen.error, undefined);
@@ -99,16 +101,16 @@ t.test('files ending on a batch boundary, under one, and empty, in one body', as
 });
 
 t.test('a whole body in one piece', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-batches-'));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-upload-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const data = pattern(WRITE_BATCH_BYTES + 1, 9);
+  const data = pattern(512 * KB + 1, 9);
   const body = multipartBody([{ name: 'one.bin', data }]);
   const seen = await upload(t, dir, body, body.length);
   t.ok(seen.onDisk[0]!.equals(data));
 });
 
 t.test('a temp file the handler moved away is left alone; the one it left is removed', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-batches-'));
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-upload-'));
   const kept = mkdtempSync(path.join(os.tmpdir(), 'docpipe-kept-'));
   t.teardown(() => { rmSync(dir, { recursive: true, force: true }); rmSync(kept, { recursive: true, force: true }); });
   const files = [{ name: 'a.bin', data: pattern(3000, 4) }, { name: 'b.bin', data: pattern(5000, 5) }];
