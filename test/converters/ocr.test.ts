@@ -6,7 +6,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
-import { OCR_LANGUAGES, ocrMarkdown, ocrWorkerOptions, recognize, terminateOcr, type OcrLine } from '../../src/converters/shared/ocr.js';
+import sharp from 'sharp';
+import * as mupdf from 'mupdf';
+import { ocrBitmap } from '../../src/converters/pdf/page.js';
+import { netpbm, OCR_LANGUAGES, ocrMarkdown, ocrWorkerOptions, recognize, terminateOcr, type OcrLine } from '../../src/converters/shared/ocr.js';
 import { renderTextPng } from '../fixtures/build/pdf.js';
 
 const repo = path.resolve(import.meta.dirname, '../..');
@@ -67,6 +70,56 @@ t.test('recognize refuses to start when the signal is already aborted', async (t
   const ac = new AbortController();
   ac.abort(new Error('client went away'));
   await t.rejects(recognize(Buffer.from('not even an image'), ac.signal), /client went away/);
+});
+
+t.test('a bitmap handed over as PGM or PPM reads as its PNG does', async (t) => {
+  const png = await renderTextPng(['Invoice 4471 was paid on 12 March.', 'The balance carried forward is zero.'], { fontSize: 16 });
+  const grey = await sharp(png).greyscale().raw().toBuffer({ resolveWithObject: true });
+  t.equal(grey.info.channels, 1);
+  const pgm = netpbm(grey.data, grey.info.width, grey.info.height, 1);
+  t.equal(pgm.subarray(0, 3).toString('latin1'), 'P5\n', 'a binary PGM');
+  t.equal(pgm.length, `P5\n${grey.info.width} ${grey.info.height}\n255\n`.length + grey.info.width * grey.info.height, 'its header and every pixel, nothing else');
+  const rgb = await sharp(png).toColourspace('srgb').removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  t.equal(rgb.info.channels, 3);
+  const ppm = netpbm(rgb.data, rgb.info.width, rgb.info.height, 3);
+  t.equal(ppm.subarray(0, 3).toString('latin1'), 'P6\n', 'a binary PPM');
+  const fromPng = await recognize(png);
+  t.match(ocrMarkdown(fromPng), /Invoice 4471 was paid on 12 March\.[\s\S]*balance carried forward is zero/);
+  t.same(await recognize(pgm), fromPng, 'the PGM gives the very lines, boxes and confidences of the PNG');
+  t.same(await recognize(ppm), fromPng, 'and so does the PPM');
+});
+
+t.test('netpbm writes only what it can describe', async (t) => {
+  const px = new Uint8Array(12);
+  t.throws(() => netpbm(px, 2, 3, 2), /2 channels/, 'grey with alpha is not a PGM');
+  t.throws(() => netpbm(px, 2, 3, 4), /4 channels/);
+  t.throws(() => netpbm(px, 4, 4, 1), /12 bytes for 4 × 4 × 1/, 'too few pixels');
+  t.throws(() => netpbm(px, 0, 12, 1), /0 × 12/, 'an empty bitmap');
+  t.throws(() => netpbm(px, 1.5, 8, 1), /1.5 × 8/);
+  t.same([...netpbm(px, 2, 2, 3).subarray(-12)], [...px], 'the pixels follow the header as they are');
+});
+
+t.test('a page bitmap goes to OCR as its pixels: grey or RGB as PGM or PPM, one with alpha as PNG', async (t) => {
+  const doc = new mupdf.PDFDocument();
+  t.teardown(() => doc.destroy());
+  doc.insertPage(-1, doc.addPage([0, 0, 100, 50], 0, doc.newDictionary(), ''));
+  const page = doc.loadPage(0);
+  t.teardown(() => page.destroy());
+  const kinds = [
+    { cs: mupdf.ColorSpace.DeviceGray, alpha: false, head: 'P5\n100 50\n255\n', bytes: 100 * 50 },
+    { cs: mupdf.ColorSpace.DeviceRGB, alpha: false, head: 'P6\n100 50\n255\n', bytes: 100 * 50 * 3 },
+  ];
+  for (const k of kinds) {
+    const pix = page.toPixmap(mupdf.Matrix.identity, k.cs, k.alpha, true);
+    const out = ocrBitmap(pix);
+    pix.destroy();
+    t.equal(out.subarray(0, k.head.length).toString('latin1'), k.head);
+    t.equal(out.length, k.head.length + k.bytes);
+    t.ok(out.subarray(k.head.length).every((b) => b === 255), 'a blank page: every sample white, read before the pixmap went');
+  }
+  const withAlpha = page.toPixmap(mupdf.Matrix.identity, mupdf.ColorSpace.DeviceGray, true, true);
+  t.same([...ocrBitmap(withAlpha).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'grey with alpha: a PNG');
+  withAlpha.destroy();
 });
 
 const line = (text: string, y: number, size = 30, confidence = 92): OcrLine => ({ text, x0: 100, y0: y, x1: 900, y1: y + size, size, confidence });

@@ -6,7 +6,7 @@ import sharp, { type FormatEnum, type Metadata, type Sharp } from 'sharp';
 import { ApiError } from '../../errors.js';
 import { describeImage, dominantColours, parseExif } from './describe.js';
 import { describeWithVision, withoutVision } from '../pdf/vision.js';
-import { escapeInline, ocrLanguages, ocrMarkdown, recognize } from '../shared/ocr.js';
+import { escapeInline, netpbm, ocrLanguages, ocrMarkdown, recognize } from '../shared/ocr.js';
 import { estimateLineHeight, ocrScaleLimit, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext, ConvertOptions, ConvertResult } from '../types.js';
 import { sniff } from './format.js';
@@ -102,11 +102,16 @@ export function ocrScale(w: number, h: number, line: number | null): number {
   return Math.min(ocrScaleLimit(w, h), Math.max(1, wanted));
 }
 
-const sizedPng = (img: Sharp, width: number, scale: number): Promise<Buffer> =>
-  (Math.abs(scale - 1) > 0.05 ? img.resize({ width: Math.max(1, Math.round(width * scale)), kernel: 'lanczos3' }) : img)
-    .png({ compressionLevel: 2 }).toBuffer();
+/** The frame scaled by `scale` (left as it is within 5 %), as the OCR engine reads it: its pixels
+ *  uncompressed (see netpbm), or a PNG when they are neither grey nor RGB. */
+async function sizedForOcr(img: Sharp, width: number, scale: number): Promise<Buffer> {
+  const sized = Math.abs(scale - 1) > 0.05 ? img.resize({ width: Math.max(1, Math.round(width * scale)), kernel: 'lanczos3' }) : img;
+  const { data, info } = await sized.raw().toBuffer({ resolveWithObject: true });
+  if (info.channels === 1 || info.channels === 3) return netpbm(data, info.width, info.height, info.channels);
+  return sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } }).png({ compressionLevel: 2 }).toBuffer();
+}
 
-/** One frame as a greyscale PNG sized for OCR by the height of its text lines. */
+/** One frame in greyscale, sized for OCR by the height of its text lines. */
 async function prepareForOcr(src: Source, page: number): Promise<Buffer> {
   const meta = await sharp(src.input, { page, pages: 1, limitInputPixels: false }).metadata();
   checkSize(meta.width, meta.pageHeight ?? meta.height);
@@ -114,11 +119,16 @@ async function prepareForOcr(src: Source, page: number): Promise<Buffer> {
   const h = meta.autoOrient?.height ?? meta.pageHeight ?? meta.height;
   const img = frame(src, page).flatten({ background: '#ffffff' }).greyscale();
   // a frame that cannot be scaled up (a giant one is scaled down) needs no look at its pixels
-  if (ocrScaleLimit(w, h) <= 1.05) return sizedPng(img, w, ocrScale(w, h, null));
+  if (ocrScaleLimit(w, h) <= 1.05) return sizedForOcr(img, w, ocrScale(w, h, null));
   const { data, info } = await img.raw().toBuffer({ resolveWithObject: true });
   const line = info.channels === 1 ? estimateLineHeight(data, info.width, info.height) : null;
+  const scale = ocrScale(info.width, info.height, line);
+  // read at its size: the pixels in hand are what the engine gets
+  if (Math.abs(scale - 1) <= 0.05 && (info.channels === 1 || info.channels === 3)) {
+    return netpbm(data, info.width, info.height, info.channels);
+  }
   const raw = sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } });
-  return sizedPng(raw, info.width, ocrScale(info.width, info.height, line));
+  return sizedForOcr(raw, info.width, scale);
 }
 
 async function understand(src: Source, page: number, ocr: Awaited<ReturnType<typeof recognize>>, ctx: ConvertContext): Promise<{ block: string; ai: boolean }> {

@@ -7,7 +7,7 @@
 //   figures with captions, column-aware reading order, headings, lists, inline styles.
 // Contract: the page and every mupdf object made for it are destroyed before this returns.
 import * as mupdf from '../shared/mupdf.js';
-import { ocrLanguages, ocrMarkdown, recognize, type OcrLanguage } from '../shared/ocr.js';
+import { netpbm, ocrLanguages, ocrMarkdown, recognize, type OcrLanguage } from '../shared/ocr.js';
 import { estimateLineHeight, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext } from '../types.js';
 import { extractPage, type PageModel } from './extract.js';
@@ -70,7 +70,7 @@ async function ocrPage(page: mupdf.Page, signal: AbortSignal, languages: readonl
   const most = MAX_SIDE / Math.max(1, x1 - x0, y1 - y0);
   const scale = Math.min(OCR_DPI / 72, most);
   let pix = render(page, scale);
-  let png: Buffer;
+  let image: Buffer;
   try {
     // fine print (under about 8 pt at OCR_DPI) is rendered again, large enough to read
     const line = lineHeight(pix);
@@ -80,11 +80,22 @@ async function ocrPage(page: mupdf.Page, signal: AbortSignal, languages: readonl
       pix.destroy();
       pix = again;
     }
-    png = Buffer.from(pix.asPNG());
+    image = ocrBitmap(pix);
   } finally {
     pix.destroy();
   }
-  return ocrMarkdown(await recognize(png, signal, languages));
+  return ocrMarkdown(await recognize(image, signal, languages));
+}
+
+/** A page bitmap as the OCR engine reads it: its pixels as they are (see netpbm), copied out of
+ *  mupdf's memory; a PNG for a layout netpbm does not write. */
+export function ocrBitmap(pix: mupdf.Pixmap): Buffer {
+  const n = pix.getNumberOfComponents();
+  if (pix.getAlpha() === 0 && (n === 1 || n === 3) && pix.getStride() === pix.getWidth() * n) {
+    const px = pix.getPixels();
+    return netpbm(new Uint8Array(px.buffer, px.byteOffset, px.length), pix.getWidth(), pix.getHeight(), n);
+  }
+  return Buffer.from(pix.asPNG());
 }
 
 /** A fragment as a reading-order item (module-level, like the comparators in model.ts). */
