@@ -69,12 +69,12 @@ export async function apiThroughput(origin: string, key: string, endpoint: strin
 /** Documents per second through a fresh docpipe process (started and stopped here), each
  *  document counting 1, at twice the pool's threads in flight. */
 export async function docpipeDocuments(ctx: Ctx, label: string, endpoint: string, files: readonly CorpusFile[],
-  minSeconds: number): Promise<ApiResult> {
+  minSeconds: number, warmSeconds = 0): Promise<ApiResult> {
   const inst = await ctx.bench.start();
   try {
     ctx.log(`${label}: docpipe`);
     return await apiThroughput(inst.origin, ctx.bench.key, endpoint, files, {
-      concurrency: POOL_THREADS * 2, minSeconds, unit: () => 1, warmup: ctx.quick ? 0 : POOL_THREADS * 2,
+      concurrency: POOL_THREADS * 2, minSeconds, unit: () => 1, warmup: ctx.quick ? 0 : POOL_THREADS * 2, warmSeconds,
     });
   } finally {
     await inst.stop();

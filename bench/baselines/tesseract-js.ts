@@ -16,7 +16,10 @@ export interface TesseractJsResult {
   characters: number;
 }
 
-export async function runTesseractJs(files: readonly CorpusFile[], workers: number, minSeconds: number, warmup = true): Promise<TesseractJsResult> {
+/** `warmup`: one image per worker first, then whole passes until `warmSeconds` from the start
+ *  (unmeasured), as docpipe's side of scenario C is warmed. */
+export async function runTesseractJs(files: readonly CorpusFile[], workers: number, minSeconds: number, warmup = true,
+  warmSeconds = 0): Promise<TesseractJsResult> {
   const images = files.map((f) => readFileSync(f.path));
   const pool = await Promise.all(Array.from({ length: workers }, async () => {
     const w = await Tesseract.createWorker('eng', Tesseract.OEM.LSTM_ONLY, ocrWorkerOptions());
@@ -24,8 +27,15 @@ export async function runTesseractJs(files: readonly CorpusFile[], workers: numb
     return w;
   }));
   try {
-    // warm-up: one image per worker
+    // warm-up: one image per worker, then passes until warmSeconds
+    const started = performance.now();
     if (warmup) await Promise.all(pool.map((w, i) => w.recognize(images[i % images.length]!)));
+    while (warmup && performance.now() - started < warmSeconds * 1000) {
+      let next = 0;
+      await Promise.all(pool.map(async (w) => {
+        while (next < images.length) await w.recognize(images[next++]!);
+      }));
+    }
     let done = 0;
     let characters = 0;
     let seconds = 0;
