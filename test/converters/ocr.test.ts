@@ -8,8 +8,7 @@ import { pathToFileURL } from 'node:url';
 import t from 'tap';
 import sharp from 'sharp';
 import * as mupdf from 'mupdf';
-import { ocrBitmap } from '../../src/converters/pdf/page.js';
-import { netpbm, OCR_LANGUAGES, ocrMarkdown, ocrWorkerOptions, recognize, terminateOcr, type OcrLine } from '../../src/converters/shared/ocr.js';
+import { netpbm, ocrBitmap, OCR_LANGUAGES, ocrMarkdown, ocrWorkerOptions, recognize, terminateOcr, type OcrLine } from '../../src/converters/shared/ocr.js';
 import { renderTextPng } from '../fixtures/build/pdf.js';
 
 const repo = path.resolve(import.meta.dirname, '../..');

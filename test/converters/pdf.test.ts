@@ -2,6 +2,9 @@
 // tables, lists, styles, links), page markers, running footers, columns, page ranges, the
 // quality routes, figures, OCR of scans, and refusal of bad documents.
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import sharp, { type Metadata } from 'sharp';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -229,4 +232,43 @@ t.test('unmapped glyphs of a math font do not make a page a scan; the same glyph
       t.match(out.markdown, build.UNMAPPED_INVISIBLE, `${font}: the page was read from its text layer`);
     }
   }
+});
+
+t.test('a figure described by a vision model is sent to it as a PNG of the pixels OCR read', async (t) => {
+  const bodies: string[] = [];
+  const model = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => { body += c; });
+    req.on('end', () => {
+      bodies.push(body);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ message: { content: 'A chart titled Growth.' } }] }));
+    });
+  });
+  await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
+  t.teardown(() => { model.closeAllConnections(); model.close(); });
+  const ai = { baseUrl: `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`, model: 'test-vision' };
+  const sentImage = async (): Promise<Metadata> => {
+    const url = (JSON.parse(bodies.at(-1)!) as { messages: Array<{ content: Array<{ image_url?: { url: string } }> }> })
+      .messages[0]!.content.find((c) => c.image_url)!.image_url!.url;
+    t.match(url, /^data:image\/png;base64,/);
+    return sharp(Buffer.from(url.slice(url.indexOf(',') + 1), 'base64')).metadata();
+  };
+
+  // a short figure (167 px) is read three times its height, and the model gets that bitmap
+  const plain = await convertWith(pdfConverter, figure, { figures: 'describe' });
+  const [, w, h] = /A (\d+) × (\d+) px raster image/.exec(plain.markdown)!.map(Number);
+  const described = await convertWith(pdfConverter, figure, { figures: 'describe' }, { ai });
+  t.match(described.markdown, '> **Figure 1 description:** A chart titled Growth.');
+  t.equal(bodies.length, 1);
+  const one = await sentImage();
+  t.same([one.format, one.width, one.height], ['png', w! * 3, h! * 3], `${w} × ${h} px, sent three times as large`);
+
+  // small type (9 px lines in 640 px) is scaled up by its line height
+  const small = await convertWith(pdfConverter, smallPrintFigure, { figures: 'describe' }, { ai });
+  t.match(small.markdown, '> **Figure 1 description:** A chart titled Growth.');
+  t.equal(bodies.length, 2);
+  const two = await sentImage();
+  t.equal(two.format, 'png');
+  t.ok(two.height! > 640 * 1.5, `scaled up from 640 px (sent ${two.height} px tall)`);
 });

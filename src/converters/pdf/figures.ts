@@ -6,7 +6,7 @@
 // figure's OCR'd text.
 import * as mupdf from '../shared/mupdf.js';
 import sharp from 'sharp';
-import { joinLines, type OcrLanguage, recognize } from '../shared/ocr.js';
+import { joinLines, netpbm, type OcrLanguage, recognize } from '../shared/ocr.js';
 import { estimateLineHeight, ocrScaleLimit, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext } from '../types.js';
 import type { ImageBox, PageModel } from './extract.js';
@@ -59,31 +59,46 @@ export function planFigures(page: PageModel, frags: Frag[], firstNumber: number)
   return { figures, items, frags: frags.filter((f) => !taken.has(f)) };
 }
 
-/** The figure's pixels as PNG, upscaled when its type is small so OCR can read it. */
-async function figurePng(image: mupdf.Image): Promise<Buffer> {
+/** A figure's pixels as OCR reads them (see netpbm), upscaled when its type is small so OCR can
+ *  read it, and the same pixels as PNG for the vision model, encoded only when asked for. */
+interface FigureImage { ocr: Buffer; png(): Promise<Buffer> }
+
+async function figureImage(image: mupdf.Image): Promise<FigureImage> {
   let pix = image.toPixmap();
+  let pixels: Buffer;
+  let w: number, h: number, channels: number;
   try {
     const cs = pix.getColorSpace();
-    if (!cs || !(cs.isGray() || cs.isRGB()) || pix.getAlpha()) {
+    if (!cs || !(cs.isGray() || cs.isRGB()) || pix.getAlpha() || pix.getStride() !== pix.getWidth() * pix.getNumberOfComponents()) {
       const rgb = pix.convertToColorSpace(mupdf.ColorSpace.DeviceRGB, false);
       pix.destroy();
       pix = rgb;
     }
-    const png = Buffer.from(pix.asPNG());
-    const w = pix.getWidth(), h = pix.getHeight();
-    const most = ocrScaleLimit(w, h);
-    if (most <= 1.05) return png;
-    const { data, info } = await sharp(png).greyscale().raw().toBuffer({ resolveWithObject: true });
-    const line = info.channels === 1 ? estimateLineHeight(data, info.width, info.height) : null;
-    // a figure that does not look like text keeps the rule by its height
-    const wanted = line !== null ? READABLE_LINE / line : h >= 600 ? 1 : Math.min(1200, h * 3) / h;
-    const scale = Math.min(most, wanted);
-    if (scale <= 1.05) return png;
-    return await sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } })
-      .resize({ height: Math.round(h * scale), kernel: 'lanczos3' }).png().toBuffer();
+    w = pix.getWidth();
+    h = pix.getHeight();
+    channels = pix.getNumberOfComponents();
+    const px = pix.getPixels();
+    pixels = Buffer.from(new Uint8Array(px.buffer, px.byteOffset, px.length)); // a copy: the pixmap goes
   } finally {
     pix.destroy();
   }
+  // grey or RGB without alpha from here on (netpbm refuses anything else)
+  const as = (data: Buffer, width: number, height: number, n: number): FigureImage => ({
+    ocr: netpbm(data, width, height, n),
+    png: () => sharp(data, { raw: { width, height, channels: n as 1 | 3 } }).png().toBuffer(),
+  });
+  const most = ocrScaleLimit(w, h);
+  if (most <= 1.05) return as(pixels, w, h, channels);
+  const { data, info } = await sharp(pixels, { raw: { width: w, height: h, channels: channels as 1 | 3 } })
+    .greyscale().raw().toBuffer({ resolveWithObject: true });
+  const line = info.channels === 1 ? estimateLineHeight(data, info.width, info.height) : null;
+  // a figure that does not look like text keeps the rule by its height
+  const wanted = line !== null ? READABLE_LINE / line : h >= 600 ? 1 : Math.min(1200, h * 3) / h;
+  const scale = Math.min(most, wanted);
+  if (scale <= 1.05) return as(pixels, w, h, channels);
+  const big = await sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } })
+    .resize({ height: Math.round(h * scale), kernel: 'lanczos3' }).raw().toBuffer({ resolveWithObject: true });
+  return as(big.data, big.info.width, big.info.height, big.info.channels);
 }
 
 export interface FigureOptions {
@@ -101,8 +116,8 @@ export async function figureMarkdown(f: Figure, opts: FigureOptions): Promise<{ 
   const image = f.box.image;
   let aiUsed = false;
   if (image && (opts.describe || opts.ocrText)) {
-    const png = await figurePng(image);
-    const ocr = await recognize(png, opts.ctx.signal, opts.languages);
+    const bitmap = await figureImage(image);
+    const ocr = await recognize(bitmap.ocr, opts.ctx.signal, opts.languages);
     const text = ocr.paragraphs.map((p) => joinLines(p.lines.map((l) => l.text))).join(' ').trim();
     const readable = text !== '' && ocr.confidence >= 50;
     if (opts.describe) {
@@ -110,7 +125,7 @@ export async function figureMarkdown(f: Figure, opts: FigureOptions): Promise<{ 
       let description = `A ${image.getWidth()} × ${image.getHeight()} px raster image, shown at ${wPt} × ${hPt} pt on page ${f.page}.`;
       description += readable ? ` Text in it: “${text}”.` : ' No text was recognised in it.';
       if (opts.ctx.ai) {
-        const ai = await describeWithVision(opts.ctx.ai, png,
+        const ai = await describeWithVision(opts.ctx.ai, await bitmap.png(),
           'Describe this figure from a document in one short paragraph for a reader who cannot see it. Include any text, numbers or trends it shows.',
           opts.ctx.signal);
         if (ai) { description = ai; aiUsed = true; }

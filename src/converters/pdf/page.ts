@@ -7,7 +7,7 @@
 //   figures with captions, column-aware reading order, headings, lists, inline styles.
 // Contract: the page and every mupdf object made for it are destroyed before this returns.
 import * as mupdf from '../shared/mupdf.js';
-import { netpbm, ocrLanguages, ocrMarkdown, recognize, type OcrLanguage } from '../shared/ocr.js';
+import { ocrBitmap, ocrLanguages, ocrMarkdown, recognize, type OcrLanguage } from '../shared/ocr.js';
 import { estimateLineHeight, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext } from '../types.js';
 import { extractPage, type PageModel } from './extract.js';
@@ -85,17 +85,6 @@ async function ocrPage(page: mupdf.Page, signal: AbortSignal, languages: readonl
     pix.destroy();
   }
   return ocrMarkdown(await recognize(image, signal, languages));
-}
-
-/** A page bitmap as the OCR engine reads it: its pixels as they are (see netpbm), copied out of
- *  mupdf's memory; a PNG for a layout netpbm does not write. */
-export function ocrBitmap(pix: mupdf.Pixmap): Buffer {
-  const n = pix.getNumberOfComponents();
-  if (pix.getAlpha() === 0 && (n === 1 || n === 3) && pix.getStride() === pix.getWidth() * n) {
-    const px = pix.getPixels();
-    return netpbm(new Uint8Array(px.buffer, px.byteOffset, px.length), pix.getWidth(), pix.getHeight(), n);
-  }
-  return Buffer.from(pix.asPNG());
 }
 
 /** A fragment as a reading-order item (module-level, like the comparators in model.ts). */

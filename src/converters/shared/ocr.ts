@@ -92,6 +92,28 @@ export function netpbm(pixels: Uint8Array, width: number, height: number, channe
   return out;
 }
 
+/** What `ocrBitmap` reads of a bitmap (a mupdf Pixmap). */
+export interface Bitmap {
+  getWidth(): number;
+  getHeight(): number;
+  getStride(): number;
+  getNumberOfComponents(): number;
+  getAlpha(): number;
+  getPixels(): Uint8Array | Uint8ClampedArray;
+  asPNG(): Uint8Array;
+}
+
+/** A bitmap as the OCR engine reads it: its pixels as they are (see netpbm), copied out of the
+ *  bitmap's memory; a PNG for a layout netpbm does not write. */
+export function ocrBitmap(pix: Bitmap): Buffer {
+  const n = pix.getNumberOfComponents();
+  if (pix.getAlpha() === 0 && (n === 1 || n === 3) && pix.getStride() === pix.getWidth() * n) {
+    const px = pix.getPixels();
+    return netpbm(new Uint8Array(px.buffer, px.byteOffset, px.length), pix.getWidth(), pix.getHeight(), n);
+  }
+  return Buffer.from(pix.asPNG());
+}
+
 /** This thread's workers by language set ("deu+eng"), least recently used first. */
 const workers = new Map<string, Promise<Tesseract.Worker>>();
 
