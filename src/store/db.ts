@@ -97,7 +97,7 @@ async function openEmbedded(opts: OpenDbOptions): Promise<Db> {
   // PGlite has one session: one socket connection, one client connection.
   const server = new PGLiteSocketServer({ db: pg, host: '127.0.0.1', port: 0, maxConnections: 1 });
   await server.start();
-  const sql = connect(`postgres://postgres@${server.getServerConn()}/postgres`, opts.schema, 1);
+  const sql = connect(`postgres://postgres@${server.getServerConn()}/postgres?connect_timeout=${EMBEDDED_CONNECT_TIMEOUT_S}`, opts.schema, 1);
   if (opts.schema) await sql.unsafe(`create schema if not exists "${safeIdent(opts.schema)}"`);
   await migrate(sql);
   return {
@@ -120,6 +120,13 @@ async function openEmbedded(opts: OpenDbOptions): Promise<Db> {
  * not answer waits 30 s. A DATABASE_URL that names these parameters keeps its own values.
  */
 export const CONNECT_TIMEOUT_S = 5;
+/**
+ * The embedded store's client connects to PGlite's socket in this very process: that server is
+ * never away, only late when the event loop is busy (PGlite runs each query synchronously), so
+ * failing fast gains nothing there. A CI run that started two embedded stores at once on a
+ * loaded machine saw the 5 s limit pass during one store's migrations.
+ */
+export const EMBEDDED_CONNECT_TIMEOUT_S = 120;
 /** Seconds before reconnecting after the n-th failure in a row: 50 ms doubling, at most 0.25 s. */
 export function reconnectDelay(failures: number): number {
   return Math.min(0.05 * 2 ** Math.max(0, failures - 1), 0.25);

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { openDb, socketOf } from '../../src/store/db.js';
+import { CONNECT_TIMEOUT_S, EMBEDDED_CONNECT_TIMEOUT_S, openDb, socketOf } from '../../src/store/db.js';
 import { dropSchema, PG_URL } from '../helpers/world.js';
 
 const SOCKET_DIR = '/var/run/postgresql';
@@ -35,4 +35,19 @@ t.test('the store connects through the socket and migrates as over TCP', { skip:
   t.equal(row!.schema, schema, 'in the store\'s schema');
   t.ok((row!.tables as number) > 5, 'migrated');
   await t.rejects(db.sql`select current_setting('host')`, /unrecognized configuration parameter/, 'host was not sent as a setting');
+});
+
+t.test('a server elsewhere must connect within CONNECT_TIMEOUT_S; the embedded store waits for its own socket', async (t) => {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-socket-'));
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const embedded = await openDb({ dataDir, max: 1 });
+  const remote = await openDb({ databaseUrl: PG_URL, schema, dataDir, max: 1 });
+  t.teardown(async () => { await embedded.close(); await remote.close(); await dropSchema(schema); rmSync(dataDir, { recursive: true, force: true }); });
+  const timeout = (db: typeof embedded) => (db.sql as unknown as { options: { connect_timeout: number } }).options.connect_timeout;
+  t.equal(embedded.embedded, true);
+  t.equal(timeout(embedded), EMBEDDED_CONNECT_TIMEOUT_S);
+  t.equal(timeout(remote), CONNECT_TIMEOUT_S);
+  t.ok(EMBEDDED_CONNECT_TIMEOUT_S > CONNECT_TIMEOUT_S);
+  const [row] = await embedded.sql`select count(*)::int as n from schema_migrations`;
+  t.ok((row!.n as number) > 10, 'the embedded store connected and migrated');
 });
