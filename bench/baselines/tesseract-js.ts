@@ -26,34 +26,30 @@ export async function runTesseractJs(files: readonly CorpusFile[], workers: numb
     await w.setParameters({ tessedit_pageseg_mode: Tesseract.PSM.AUTO, user_defined_dpi: '300' });
     return w;
   }));
+  /** One pass over the images, shared out to the workers as each becomes free; its text's length. */
+  const pass = async (): Promise<number> => {
+    let next = 0;
+    let characters = 0;
+    await Promise.all(pool.map(async (w) => {
+      while (next < images.length) characters += (await w.recognize(images[next++]!)).data.text.length;
+    }));
+    return characters;
+  };
   try {
     // warm-up: one image per worker, then passes until warmSeconds
     const started = performance.now();
     if (warmup) await Promise.all(pool.map((w, i) => w.recognize(images[i % images.length]!)));
-    while (warmup && performance.now() - started < warmSeconds * 1000) {
-      let next = 0;
-      await Promise.all(pool.map(async (w) => {
-        while (next < images.length) await w.recognize(images[next++]!);
-      }));
-    }
-    let done = 0;
+    while (warmup && performance.now() - started < warmSeconds * 1000) await pass();
     let characters = 0;
     let seconds = 0;
     let passes = 0;
     do {
-      let next = 0;
       const t0 = performance.now();
-      await Promise.all(pool.map(async (w) => {
-        while (next < images.length) {
-          const img = images[next++]!;
-          const r = await w.recognize(img);
-          characters += r.data.text.length;
-          done++;
-        }
-      }));
+      characters += await pass();
       seconds += (performance.now() - t0) / 1000;
       passes++;
     } while (seconds < minSeconds);
+    const done = passes * images.length;
     return { rate: done / seconds, images: done, seconds, passes, workers, characters };
   } finally {
     await Promise.all(pool.map((w) => w.terminate()));

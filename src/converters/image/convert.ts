@@ -2,7 +2,7 @@
 // this module is loaded only where conversions and counts run — the pool's threads.
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import * as mupdf from '../shared/mupdf.js';
-import sharp, { type FormatEnum, type Metadata, type Sharp } from 'sharp';
+import sharp, { type Channels, type FormatEnum, type Metadata, type Sharp } from 'sharp';
 import { ApiError } from '../../errors.js';
 import { describeImage, dominantColours, parseExif } from './describe.js';
 import { describeWithVision, withoutVision } from '../pdf/vision.js';
@@ -102,13 +102,18 @@ export function ocrScale(w: number, h: number, line: number | null): number {
   return Math.min(ocrScaleLimit(w, h), Math.max(1, wanted));
 }
 
-/** The frame scaled by `scale` (left as it is within 5 %), as the OCR engine reads it: its pixels
- *  uncompressed (see netpbm), or a PNG when they are neither grey nor RGB. */
+/** Raw pixels as the OCR engine reads them: as they are (see netpbm), or a PNG when they are
+ *  neither grey nor RGB. */
+function forOcr(data: Buffer, info: { width: number; height: number; channels: number }): Promise<Buffer> {
+  if (info.channels === 1 || info.channels === 3) return Promise.resolve(netpbm(data, info.width, info.height, info.channels));
+  return sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels as Channels } }).png({ compressionLevel: 2 }).toBuffer();
+}
+
+/** The frame scaled by `scale` (left as it is within 5 %), as the OCR engine reads it. */
 async function sizedForOcr(img: Sharp, width: number, scale: number): Promise<Buffer> {
   const sized = Math.abs(scale - 1) > 0.05 ? img.resize({ width: Math.max(1, Math.round(width * scale)), kernel: 'lanczos3' }) : img;
   const { data, info } = await sized.raw().toBuffer({ resolveWithObject: true });
-  if (info.channels === 1 || info.channels === 3) return netpbm(data, info.width, info.height, info.channels);
-  return sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } }).png({ compressionLevel: 2 }).toBuffer();
+  return forOcr(data, info);
 }
 
 /** One frame in greyscale, sized for OCR by the height of its text lines. */
@@ -124,11 +129,8 @@ async function prepareForOcr(src: Source, page: number): Promise<Buffer> {
   const line = info.channels === 1 ? estimateLineHeight(data, info.width, info.height) : null;
   const scale = ocrScale(info.width, info.height, line);
   // read at its size: the pixels in hand are what the engine gets
-  if (Math.abs(scale - 1) <= 0.05 && (info.channels === 1 || info.channels === 3)) {
-    return netpbm(data, info.width, info.height, info.channels);
-  }
-  const raw = sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } });
-  return sizedForOcr(raw, info.width, scale);
+  if (Math.abs(scale - 1) <= 0.05) return forOcr(data, info);
+  return sizedForOcr(sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } }), info.width, scale);
 }
 
 async function understand(src: Source, page: number, ocr: Awaited<ReturnType<typeof recognize>>, ctx: ConvertContext): Promise<{ block: string; ai: boolean }> {

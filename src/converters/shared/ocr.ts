@@ -1,9 +1,9 @@
 // OCR for scanned PDF pages, figures and images: tesseract.js workers per thread, one per
 // language set (at most MAX_WORKERS alive), created on first use and reused, with their models
 // read from the @tesseract.js-data packages in node_modules (never the network).
-// Callers hand in an encoded image (PNG, or the bitmap's own pixels as `netpbm` writes them) and
-// get paragraphs back, laid out by tesseract's own
-// block/paragraph/line analysis; `ocrMarkdown` turns them into Markdown paragraphs.
+// Callers hand in an image (a bitmap's pixels as `netpbm` writes them, or an encoded PNG, JPEG…)
+// and get paragraphs back, laid out by tesseract's own block/paragraph/line analysis;
+// `ocrMarkdown` turns them into Markdown paragraphs.
 // Contract: call `terminateOcr()` when a thread (or a test) is done, so the process can exit.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
