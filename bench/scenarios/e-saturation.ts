@@ -3,6 +3,7 @@
 // steady rate. The probe's p99 must stay ≤ 50 ms, submits past the pool's high-water mark must
 // be answered 202 `capacity` (not queued without bound), and the server's RSS must stay flat
 // (the peak of the second half of the flood ≤ the first half's + 64 MB).
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { openLoop } from '../load.js';
 import { fileBody } from '../client.js';
@@ -40,6 +41,10 @@ export const saturation: Scenario = {
       // prom-client's event-loop delay histogram restarts at every scrape: this one opens the window.
       await eventLoopDelay(inst.origin);
       const rss = sampleRss(inst.pid, 100);
+      // The probe is timed from this process, which also sends the flood: its own event-loop
+      // delay says how much of the probe's tail could be the generator's rather than the server's.
+      const own = monitorEventLoopDelay({ resolution: 1 });
+      own.enable();
       const [flood, probe] = await Promise.all([
         openLoop({
           origin: inst.origin, connections: 512, durationMs: floodMs, rate, keepBody: true,
@@ -67,6 +72,7 @@ export const saturation: Scenario = {
         }),
       ]);
       const samples = rss.stop();
+      own.disable();
       const loop = await eventLoopDelay(inst.origin);
       const half = floodMs / 2;
       const peakOf = (xs: typeof samples) => Math.max(0, ...xs.map((s) => s.rss));
@@ -76,7 +82,8 @@ export const saturation: Scenario = {
       const capacityAnswers = reasons['202 capacity'] ?? 0;
       await cancelLeftovers(inst.origin, key);
       const probeNote = `p50 ${probe.p50.toFixed(1)} ms; ${probe.ok} of ${probe.histogram.count} probes 200; `
-        + `server event-loop delay p99 ${loop.p99Ms.toFixed(0)} ms, max ${loop.maxMs.toFixed(0)} ms`;
+        + `server event-loop delay p99 ${loop.p99Ms.toFixed(0)} ms, max ${loop.maxMs.toFixed(0)} ms; `
+        + `load generator's own event-loop delay p99 ${(own.percentile(99) / 1e6).toFixed(0)} ms, max ${(own.max / 1e6).toFixed(0)} ms`;
       return {
         rows: [
           atMostRow(S, 'cheap-path probe p99 under flood', { value: probe.p99, unit: 'ms' }, 50, probeNote),
@@ -90,6 +97,7 @@ export const saturation: Scenario = {
           flood: { statuses: flood.statuses, reasons, errors: flood.errors, p50_ms: flood.p50, p99_ms: flood.p99, samples: flood.samples },
           probe: { rate: PROBE_RATE, ok: probe.ok, statuses: probe.statuses, p50_ms: probe.p50, p99_ms: probe.p99, max_ms: probe.max },
           event_loop_delay: { p99_ms: loop.p99Ms, max_ms: loop.maxMs },
+          load_generator_event_loop_delay: { p99_ms: own.percentile(99) / 1e6, max_ms: own.max / 1e6 },
           rss_mb: thin(samples), rss_first_half_peak_mb: first / MB, rss_second_half_peak_mb: second / MB,
         },
       };
