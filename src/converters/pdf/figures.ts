@@ -6,7 +6,7 @@
 // figure's OCR'd text.
 import * as mupdf from '../shared/mupdf.js';
 import sharp from 'sharp';
-import { joinLines, netpbm, type OcrLanguage, recognize } from '../shared/ocr.js';
+import { joinLines, netpbm, netpbmLayout, type OcrLanguage, recognize } from '../shared/ocr.js';
 import { estimateLineHeight, ocrScaleLimit, READABLE_LINE } from '../shared/text-size.js';
 import type { ConvertContext } from '../types.js';
 import type { ImageBox, PageModel } from './extract.js';
@@ -69,7 +69,7 @@ async function figureImage(image: mupdf.Image): Promise<FigureImage> {
   let w: number, h: number, channels: number;
   try {
     const cs = pix.getColorSpace();
-    if (!cs || !(cs.isGray() || cs.isRGB()) || pix.getAlpha() || pix.getStride() !== pix.getWidth() * pix.getNumberOfComponents()) {
+    if (!cs || !(cs.isGray() || cs.isRGB()) || !netpbmLayout(pix)) {
       const rgb = pix.convertToColorSpace(mupdf.ColorSpace.DeviceRGB, false);
       pix.destroy();
       pix = rgb;

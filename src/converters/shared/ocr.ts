@@ -103,11 +103,18 @@ export interface Bitmap {
   asPNG(): Uint8Array;
 }
 
+/** True when the bitmap's samples are a layout netpbm writes as they are: grey or RGB without
+ *  alpha, rows packed end to end. */
+export function netpbmLayout(pix: Omit<Bitmap, 'getPixels' | 'asPNG'>): boolean {
+  const n = pix.getNumberOfComponents();
+  return pix.getAlpha() === 0 && (n === 1 || n === 3) && pix.getStride() === pix.getWidth() * n;
+}
+
 /** A bitmap as the OCR engine reads it: its pixels as they are (see netpbm), copied out of the
  *  bitmap's memory; a PNG for a layout netpbm does not write. */
 export function ocrBitmap(pix: Bitmap): Buffer {
-  const n = pix.getNumberOfComponents();
-  if (pix.getAlpha() === 0 && (n === 1 || n === 3) && pix.getStride() === pix.getWidth() * n) {
+  if (netpbmLayout(pix)) {
+    const n = pix.getNumberOfComponents();
     const px = pix.getPixels();
     return netpbm(new Uint8Array(px.buffer, px.byteOffset, px.length), pix.getWidth(), pix.getHeight(), n);
   }
