@@ -16,6 +16,7 @@ import type { Executor, ExecutorSettings, Task } from '../jobs/executor.js';
 import type { Count } from '../converters/types.js';
 import type { CountReply, CountRequest, PortMessage, WorkerReply, WorkerRequest } from './worker.js';
 import { scratchPrefix } from './scratch.js';
+import { letThreadsSizeTheirYoungGeneration } from './young-generation.js';
 
 export interface PoolOptions {
   /** POOL_THREADS; default: os.availableParallelism(). */
@@ -95,6 +96,8 @@ export class PoolExecutor implements Executor {
     this.highWaterMark = opts.highWaterMark ?? this.threads * 4;
     this.vision = settings.ai !== undefined;
     this.allowTestModules = opts.allowTestModules === true;
+    // Else node's --max-semi-space-size, when the process has it, would size every thread's.
+    letThreadsSizeTheirYoungGeneration();
     this.pool = new Piscina<WorkerRequest | CountRequest, WorkerReply | CountReply>({
       filename: WORKER_FILE.href,
       // A fixed set of threads: a terminated one is replaced at once, none idles out.

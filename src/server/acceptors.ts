@@ -12,6 +12,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { AcceptorHub } from './acceptor-link.js';
 import type { AcceptorThreadData } from './acceptor-thread.js';
+import { letThreadsSizeTheirYoungGeneration, mainYoungGenerationMb } from '../pool/young-generation.js';
 
 // When this file runs from source under tsx, the thread goes through the tsx bootstrap.
 const THREAD_FILE = import.meta.url.endsWith('.ts')
@@ -55,12 +56,18 @@ export async function startAcceptorThreads(count: number, config: Config, port: 
   opts: { owner: string; sharedGate: boolean; log: Logger }): Promise<AcceptorThreads> {
   const workers: Worker[] = [];
   const started: Array<Promise<void>> = [];
+  // Each acceptor thread serves as the main thread does, with its young generation: the one the
+  // process's flag gives the main thread, once the flag no longer sizes every thread
+  // (young-generation.ts); V8's default without the flag.
+  const young = mainYoungGenerationMb();
+  letThreadsSizeTheirYoungGeneration();
+  const resourceLimits = young === undefined ? undefined : { maxYoungGenerationSizeMb: young };
   for (let index = 1; index <= count; index++) {
     const { port1, port2 } = new MessageChannel();
     const data: AcceptorThreadData = {
       config: { ...config, port }, index, link: port2, poolState: hub.state, owner: opts.owner, sharedGate: opts.sharedGate,
     };
-    const worker = new Worker(THREAD_FILE, { workerData: data, transferList: [port2] });
+    const worker = new Worker(THREAD_FILE, { workerData: data, transferList: [port2], resourceLimits });
     hub.attach(port1);
     workers.push(worker);
     worker.on('error', (err) => opts.log.error({ err, acceptor: index }, 'acceptor thread failed'));
