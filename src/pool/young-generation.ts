@@ -22,7 +22,7 @@ export function semiSpaceFlagMb(args: readonly string[]): number | undefined {
   return mb;
 }
 
-/** The options node started with: its command line, then NODE_OPTIONS. */
+/** The options node started with: NODE_OPTIONS, then its command line (which wins over them). */
 function nodeOptions(): string[] {
   return [...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean), ...process.execArgv];
 }

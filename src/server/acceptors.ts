@@ -7,12 +7,12 @@
 // Threads need a database they can each connect to: with the embedded database (PGlite, one
 // session) the process serves HTTP on its main thread alone.
 import { createServer } from 'node:net';
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type ResourceLimits } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { AcceptorHub } from './acceptor-link.js';
 import type { AcceptorThreadData } from './acceptor-thread.js';
-import { letThreadsSizeTheirYoungGeneration, mainYoungGenerationMb } from '../pool/young-generation.js';
+import { mainYoungGenerationMb } from '../pool/young-generation.js';
 
 // When this file runs from source under tsx, the thread goes through the tsx bootstrap.
 const THREAD_FILE = import.meta.url.endsWith('.ts')
@@ -46,6 +46,16 @@ export function portFor(config: Config): Promise<number> {
   });
 }
 
+/**
+ * An acceptor thread serves as the main thread does, with its young generation: the one the
+ * process's --max-semi-space-size gives the main thread, which no longer sizes the threads
+ * started after the pool cleared it (young-generation.ts); V8's default without the flag.
+ */
+export function acceptorResourceLimits(): ResourceLimits | undefined {
+  const young = mainYoungGenerationMb();
+  return young === undefined ? undefined : { maxYoungGenerationSizeMb: young };
+}
+
 export interface AcceptorThreads {
   /** Drains every thread (stop listening, answer what they hold) and ends them. */
   close(drainMs: number): Promise<void>;
@@ -56,12 +66,7 @@ export async function startAcceptorThreads(count: number, config: Config, port: 
   opts: { owner: string; sharedGate: boolean; log: Logger }): Promise<AcceptorThreads> {
   const workers: Worker[] = [];
   const started: Array<Promise<void>> = [];
-  // Each acceptor thread serves as the main thread does, with its young generation: the one the
-  // process's flag gives the main thread, once the flag no longer sizes every thread
-  // (young-generation.ts); V8's default without the flag.
-  const young = mainYoungGenerationMb();
-  letThreadsSizeTheirYoungGeneration();
-  const resourceLimits = young === undefined ? undefined : { maxYoungGenerationSizeMb: young };
+  const resourceLimits = acceptorResourceLimits();
   for (let index = 1; index <= count; index++) {
     const { port1, port2 } = new MessageChannel();
     const data: AcceptorThreadData = {

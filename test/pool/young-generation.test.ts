@@ -36,5 +36,5 @@ t.test('under --max-semi-space-size, pool threads get the young generation they 
   t.ok(Math.abs(limits['pool 192']! - 300 - 192) <= 8, `a pool thread made with 192 MB: heap limit ${limits['pool 192']} MB`);
   t.ok(Math.abs(limits['pool 48']! - 300 - 48) <= 8, `a pool thread made with 48 MB: heap limit ${limits['pool 48']} MB`);
   t.equal(limits['main young'], 24, 'the main thread\'s young generation, read from the flag');
-  t.ok(Math.abs(limits.thread! - 300 - 24) <= 8, `a thread given the main thread's young generation after: heap limit ${limits.thread} MB`);
+  t.ok(Math.abs(limits.thread! - 300 - 24) <= 8, `a thread with an acceptor's limits, made after: heap limit ${limits.thread} MB`);
 });
