@@ -34,8 +34,8 @@
 //   happened, as admit.ts does for its reservation).
 import { isDependencyDown } from '../errors.js';
 import { insertClaims, monthlyLimit, THIS_MONTH, type IdempotencyClaimRow } from '../billing/admission.js';
-import { atOnce, type Sql } from '../store/db.js';
-import { isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
+import { atOnce, textColumn, type ColumnValue, type Sql } from '../store/db.js';
+import { insertFiles, isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
 import { insertJobs, type NewJob } from './queue.js';
 
@@ -259,12 +259,13 @@ function claimRowOf(c: GroupedConversion): IdempotencyClaimRow {
 
 /** The rows of admitted members: conversions, files, reservations and jobs, in that order. */
 function writes(t: Sql, admitted: GroupedConversion[]) {
-  const files = admitted.flatMap((c) => c.files.map((f) => fileValues(t, c.row, f)));
   const reserves = admitted.filter((c) => c.reserved !== undefined);
   const jobs = admitted.flatMap((c) => c.jobs ?? []);
   return [
-    t`insert into conversions ${t(admitted.map((c) => conversionValues(t, c.row)))}`,
-    ...(files.length > 0 ? [t`insert into files ${t(files)}`] : []),
+    insertConversions(t, admitted.map((c) => c.row)),
+    ...(admitted.some((c) => c.files.length > 0) ? [insertFiles(t, admitted.flatMap((c) => c.files.map((file) => ({
+      conv: { id: c.row.id, accountId: c.row.account_id, expiresAt: c.row.expires_at }, file,
+    }))))] : []),
     ...(reserves.length > 0 ? [t`insert into ledger (account_id, conversion_id, kind, amount)
       select a, c, 'reserve', -n from unnest(${t.array(reserves.map((c) => c.row.account_id))}::text[],
         ${t.array(reserves.map((c) => c.row.id))}::text[], ${t.array(reserves.map((c) => c.reserved!))}::int[]) as r(a, c, n)`] : []),
@@ -336,25 +337,15 @@ async function subscribers(t: Sql, items: GroupedConversion[]): Promise<Set<stri
   return new Set(rows.map((r) => r.account_id as string));
 }
 
-function conversionValues(t: Sql, r: ConversionRow): Record<string, unknown> {
-  return {
-    id: r.id, account_id: r.account_id, name: r.name, endpoint: r.endpoint ?? null, operation: r.operation, status: r.status,
-    async_reason: r.async_reason, options: t.json(r.options as never),
-    metadata: r.metadata === null || r.metadata === undefined ? null : t.json(r.metadata as never),
-    store: r.store, credits_reserved: r.credits_reserved, credits_charged: r.credits_charged,
-    created_at: r.created_at, completed_at: r.completed_at, expires_at: r.expires_at,
-  };
-}
-
-function fileValues(t: Sql, r: ConversionRow, f: NewFile): Record<string, unknown> {
-  return {
-    id: f.id, conversion_id: r.id, account_id: r.account_id, position: f.position, role: f.role,
-    source_id: f.sourceId ?? null, name: f.name, mime: f.mime, status: f.status ?? null,
-    format: f.format ?? null, variant: f.variant ?? null, bytes: f.bytes, pages: f.pages ?? null,
-    credits: f.credits ?? null, content: f.content ?? null, blob: f.blob ?? null,
-    error: f.error ? t.json(f.error as never) : null, expires_at: r.expires_at,
-    fetched_from: f.fetched?.url ?? null, fetched_kind: f.fetched?.kind ?? null,
-  };
+/** The batch's conversion rows, one array a column (textColumn). */
+export function insertConversions(t: Sql, rows: ConversionRow[]) {
+  const c = (k: keyof ConversionRow) => textColumn(t, rows, (r) => r[k] as ColumnValue);
+  return t`insert into conversions (id, account_id, name, endpoint, operation, status, async_reason, options, metadata, store,
+      credits_reserved, credits_charged, created_at, completed_at, expires_at)
+    select * from unnest(${c('id')}::text[], ${c('account_id')}::text[], ${c('name')}::text[], ${c('endpoint')}::text[],
+      ${c('operation')}::text[], ${c('status')}::text[], ${c('async_reason')}::text[], ${c('options')}::jsonb[], ${c('metadata')}::jsonb[],
+      ${c('store')}::bool[], ${c('credits_reserved')}::int[], ${c('credits_charged')}::int[], ${c('created_at')}::timestamptz[],
+      ${c('completed_at')}::timestamptz[], ${c('expires_at')}::timestamptz[])`;
 }
 
 /** The files as the API's read of them would return them, for answering without a query. */

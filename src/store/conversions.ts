@@ -1,7 +1,7 @@
 // Conversions and their files: rows in Postgres, rendered here into the API's Conversion shape.
 // Status roll-up lives in SQL so that it is computed from the files in the same statement that
 // changes them: `summary`, `status` and `completed_at` can never disagree with the files.
-import { atOnce, firstFailure, pipelined, type Sql } from './db.js';
+import { atOnce, firstFailure, pipelined, textColumn, type ColumnValue, type Sql } from './db.js';
 import { isDependencyDown, type Problem } from '../errors.js';
 
 export type ConversionStatus = 'queued' | 'running' | 'completed' | 'completed_with_errors' | 'failed';
@@ -59,22 +59,28 @@ export async function insertConversion(sql: Sql, c: NewConversion, files: NewFil
              values (${c.id}, ${c.accountId}, ${c.name}, ${c.endpoint}, ${c.operation}, 'queued', ${tx.json(c.options as never)},
                ${c.metadata === undefined ? null : tx.json(c.metadata as never)}, ${c.store}, ${c.creditsReserved},
                ${c.createdAt}, ${c.expiresAt})`;
-    await insertFiles(tx as unknown as Sql, c, files);
+    if (files.length > 0) await insertFiles(tx as unknown as Sql, files.map((file) => ({ conv: c, file })));
   });
 }
 
-/** Sent at once (execute): a statement issued after it runs after it. */
-function insertFiles(sql: Sql, c: { id: string; accountId: string; expiresAt: Date | null }, files: NewFile[]): Promise<unknown> {
-  if (files.length === 0) return Promise.resolve();
-  const rows = files.map((f) => ({
-    id: f.id, conversion_id: c.id, account_id: c.accountId, position: f.position, role: f.role,
-    source_id: f.sourceId ?? null, name: f.name, mime: f.mime, status: f.status ?? null,
-    format: f.format ?? null, variant: f.variant ?? null, bytes: f.bytes, pages: f.pages ?? null,
-    credits: f.credits ?? null, content: f.content ?? null, blob: f.blob ?? null,
-    error: f.error ? sql.json(f.error as never) : null, expires_at: c.expiresAt,
-    fetched_from: f.fetched?.url ?? null, fetched_kind: f.fetched?.kind ?? null,
-  }));
-  return sql`insert into files ${sql(rows)}`.execute();
+/** A file row to insert, with what it takes from its conversion. */
+export interface FileOfConversion {
+  conv: { id: string; accountId: string; expiresAt: Date | null };
+  file: NewFile;
+}
+
+/** Inserts file rows (at least one), one array a column (textColumn). */
+export function insertFiles(sql: Sql, rows: FileOfConversion[]) {
+  const c = (value: (x: FileOfConversion) => ColumnValue) => textColumn(sql, rows, value);
+  return sql`insert into files (id, conversion_id, account_id, position, role, source_id, name, mime, status, format, variant,
+      bytes, pages, credits, content, blob, error, expires_at, fetched_from, fetched_kind)
+    select * from unnest(${c((x) => x.file.id)}::text[], ${c((x) => x.conv.id)}::text[], ${c((x) => x.conv.accountId)}::text[],
+      ${c((x) => x.file.position)}::int[], ${c((x) => x.file.role)}::text[], ${c((x) => x.file.sourceId)}::text[],
+      ${c((x) => x.file.name)}::text[], ${c((x) => x.file.mime)}::text[], ${c((x) => x.file.status)}::text[],
+      ${c((x) => x.file.format)}::text[], ${c((x) => x.file.variant)}::text[], ${c((x) => x.file.bytes)}::bigint[],
+      ${c((x) => x.file.pages)}::int[], ${c((x) => x.file.credits)}::int[], ${c((x) => x.file.content)}::text[],
+      ${c((x) => x.file.blob)}::text[], ${c((x) => x.file.error)}::jsonb[], ${c((x) => x.conv.expiresAt)}::timestamptz[],
+      ${c((x) => x.file.fetched?.url)}::text[], ${c((x) => x.file.fetched?.kind)}::text[])`;
 }
 
 /**
@@ -155,7 +161,8 @@ export async function recordInTransaction(t: Sql, ...[conv, sourceId, outcome, g
   const writes = 'error' in outcome
     ? [t`update files set status = 'failed', error = ${t.json(outcome.error as never)}, credits = 0
          where id = ${sourceId}`.execute()]
-    : [insertFiles(t, conv, outcome.outputs),
+    // sent at once (execute): a statement issued after it runs after it
+    : [...(outcome.outputs.length > 0 ? [insertFiles(t, outcome.outputs.map((file) => ({ conv, file }))).execute()] : []),
       t`update files set status = 'completed', pages = ${outcome.pages}, credits = ${outcome.credits}
         where id = ${sourceId}`.execute()];
   const sent = [guarded, locked, rollUp(t, conv.id), ...writes];

@@ -197,6 +197,27 @@ export async function pipelined<T>(sql: Sql, fn: (t: Sql) => Promise<T>, keep: (
   }
 }
 
+/** A value of a column written through `unnest`, as Postgres reads it from text. */
+export type ColumnValue = string | number | boolean | Date | object | null | undefined;
+
+/**
+ * One column of a multi-row insert as a text array, for `insert ... select * from unnest($1::text[],
+ * $2::int[], ...)`, the statement casting each column to its type. Unlike a VALUES list, its text
+ * is the same whatever the number of rows: each connection prepares it once and binds one
+ * parameter a column. Dates as ISO strings, objects as JSON, booleans as t/f, null as NULL.
+ */
+export function textColumn<T>(sql: Sql, rows: readonly T[], value: (row: T) => ColumnValue) {
+  return sql.array(rows.map((r) => {
+    const v = value(r);
+    if (v === null || v === undefined) return null;
+    if (typeof v === 'string') return v;
+    if (typeof v === 'number') return String(v);
+    if (typeof v === 'boolean') return v ? 't' : 'f';
+    if (v instanceof Date) return v.toISOString();
+    return JSON.stringify(v);
+  }) as string[], 25);
+}
+
 /**
  * A transaction sent whole in one round trip: BEGIN, the statements `statements` issues (each
  * executed as it is made, in the order the server must run them) and COMMIT, with no decision
