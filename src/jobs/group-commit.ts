@@ -34,8 +34,8 @@
 //   happened, as admit.ts does for its reservation).
 import { isDependencyDown } from '../errors.js';
 import { insertClaims, monthlyLimit, THIS_MONTH, type IdempotencyClaimRow } from '../billing/admission.js';
-import { atOnce, textColumn, type ColumnValue, type Sql } from '../store/db.js';
-import { insertFiles, isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
+import { atOnce, type Sql } from '../store/db.js';
+import { insertConversions, insertFiles, isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
 import { insertJobs, type NewJob } from './queue.js';
 
@@ -335,17 +335,6 @@ async function subscribers(t: Sql, items: GroupedConversion[]): Promise<Set<stri
     where account_id = any(${t.array(accounts)}::text[]) and status = 'enabled'
       and event_types && ${t.array(types)}::text[]`;
   return new Set(rows.map((r) => r.account_id as string));
-}
-
-/** The batch's conversion rows, one array a column (textColumn). */
-export function insertConversions(t: Sql, rows: ConversionRow[]) {
-  const c = (k: keyof ConversionRow) => textColumn(t, rows, (r) => r[k] as ColumnValue);
-  return t`insert into conversions (id, account_id, name, endpoint, operation, status, async_reason, options, metadata, store,
-      credits_reserved, credits_charged, created_at, completed_at, expires_at)
-    select * from unnest(${c('id')}::text[], ${c('account_id')}::text[], ${c('name')}::text[], ${c('endpoint')}::text[],
-      ${c('operation')}::text[], ${c('status')}::text[], ${c('async_reason')}::text[], ${c('options')}::jsonb[], ${c('metadata')}::jsonb[],
-      ${c('store')}::bool[], ${c('credits_reserved')}::int[], ${c('credits_charged')}::int[], ${c('created_at')}::timestamptz[],
-      ${c('completed_at')}::timestamptz[], ${c('expires_at')}::timestamptz[])`;
 }
 
 /** The files as the API's read of them would return them, for answering without a query. */

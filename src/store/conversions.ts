@@ -63,6 +63,17 @@ export async function insertConversion(sql: Sql, c: NewConversion, files: NewFil
   });
 }
 
+/** Inserts conversion rows (at least one), one array a column (textColumn). */
+export function insertConversions(t: Sql, rows: ConversionRow[]) {
+  const c = (k: keyof ConversionRow) => textColumn(t, rows, (r) => r[k] as ColumnValue);
+  return t`insert into conversions (id, account_id, name, endpoint, operation, status, async_reason, options, metadata, store,
+      credits_reserved, credits_charged, created_at, completed_at, expires_at)
+    select * from unnest(${c('id')}::text[], ${c('account_id')}::text[], ${c('name')}::text[], ${c('endpoint')}::text[],
+      ${c('operation')}::text[], ${c('status')}::text[], ${c('async_reason')}::text[], ${c('options')}::jsonb[], ${c('metadata')}::jsonb[],
+      ${c('store')}::bool[], ${c('credits_reserved')}::int[], ${c('credits_charged')}::int[], ${c('created_at')}::timestamptz[],
+      ${c('completed_at')}::timestamptz[], ${c('expires_at')}::timestamptz[])`;
+}
+
 /** A file row to insert, with what it takes from its conversion. */
 export interface FileOfConversion {
   conv: { id: string; accountId: string; expiresAt: Date | null };

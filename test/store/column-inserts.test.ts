@@ -8,8 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { openDb, type Db } from '../../src/store/db.js';
-import { insertFiles, type NewFile } from '../../src/store/conversions.js';
-import { insertConversions } from '../../src/jobs/group-commit.js';
+import { insertConversions, insertFiles, type NewFile } from '../../src/store/conversions.js';
 import { seedEmbedded } from '../helpers/embedded-template.js';
 import { dropSchema, PG_URL } from '../helpers/world.js';
 
