@@ -54,12 +54,13 @@ export interface NewFile {
 
 export async function insertConversion(sql: Sql, c: NewConversion, files: NewFile[]): Promise<void> {
   await sql.begin(async (tx) => {
-    await tx`insert into conversions (id, account_id, name, endpoint, operation, status, options, metadata, store,
-               credits_reserved, created_at, expires_at)
-             values (${c.id}, ${c.accountId}, ${c.name}, ${c.endpoint}, ${c.operation}, 'queued', ${tx.json(c.options as never)},
-               ${c.metadata === undefined ? null : tx.json(c.metadata as never)}, ${c.store}, ${c.creditsReserved},
-               ${c.createdAt}, ${c.expiresAt})`;
-    if (files.length > 0) await insertFiles(tx as unknown as Sql, files.map((file) => ({ conv: c, file })));
+    const t = tx as unknown as Sql;
+    await insertConversions(t, [{
+      id: c.id, account_id: c.accountId, name: c.name, endpoint: c.endpoint, operation: c.operation, status: 'queued',
+      async_reason: null, options: c.options, metadata: c.metadata ?? null, store: c.store, credits_reserved: c.creditsReserved,
+      credits_charged: 0, created_at: c.createdAt, completed_at: null, expires_at: c.expiresAt,
+    }]);
+    if (files.length > 0) await insertFiles(t, files.map((file) => ({ conv: c, file })));
   });
 }
 
