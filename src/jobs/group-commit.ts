@@ -259,13 +259,15 @@ function claimRowOf(c: GroupedConversion): IdempotencyClaimRow {
 
 /** The rows of admitted members: conversions, files, reservations and jobs, in that order. */
 function writes(t: Sql, admitted: GroupedConversion[]) {
+  const files = admitted.flatMap((c) => {
+    const conv = { id: c.row.id, accountId: c.row.account_id, expiresAt: c.row.expires_at };
+    return c.files.map((file) => ({ conv, file }));
+  });
   const reserves = admitted.filter((c) => c.reserved !== undefined);
   const jobs = admitted.flatMap((c) => c.jobs ?? []);
   return [
     insertConversions(t, admitted.map((c) => c.row)),
-    ...(admitted.some((c) => c.files.length > 0) ? [insertFiles(t, admitted.flatMap((c) => c.files.map((file) => ({
-      conv: { id: c.row.id, accountId: c.row.account_id, expiresAt: c.row.expires_at }, file,
-    }))))] : []),
+    ...(files.length > 0 ? [insertFiles(t, files)] : []),
     ...(reserves.length > 0 ? [t`insert into ledger (account_id, conversion_id, kind, amount)
       select a, c, 'reserve', -n from unnest(${t.array(reserves.map((c) => c.row.account_id))}::text[],
         ${t.array(reserves.map((c) => c.row.id))}::text[], ${t.array(reserves.map((c) => c.reserved!))}::int[]) as r(a, c, n)`] : []),

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { openDb, type Db } from '../../src/store/db.js';
-import { insertConversions, insertFiles, type NewFile } from '../../src/store/conversions.js';
+import { insertConversions, insertFiles, type ConversionRow, type NewFile } from '../../src/store/conversions.js';
 import { seedEmbedded } from '../helpers/embedded-template.js';
 import { dropSchema, PG_URL } from '../helpers/world.js';
 
@@ -20,14 +20,14 @@ async function roundTrip(t: Test, db: Db): Promise<void> {
   await db.sql`insert into accounts (id, name, plan) values ('acct_u', 'u', 'pro')`;
   const created = new Date('2026-11-29T19:00:00.123Z');
   const expires = new Date('2026-12-06T19:00:00.456Z');
-  const rows = AWKWARD.map((name, i) => ({
+  const rows: ConversionRow[] = AWKWARD.map((name, i) => ({
     id: `conv_u${i}`, account_id: 'acct_u', name, endpoint: i % 2 ? null : `/v1/convert/${i}`, operation: 'parse',
     status: 'completed', async_reason: i % 3 ? null : 'respond_async',
     options: { formats: ['markdown'], note: name }, metadata: i % 2 ? null : { tag: name, n: i },
     store: i % 2 === 0, credits_reserved: i, credits_charged: 0, created_at: created,
     completed_at: i % 2 ? null : created, expires_at: i % 4 ? expires : null,
   }));
-  await insertConversions(db.sql, rows as never);
+  await insertConversions(db.sql, rows);
   const files: NewFile[] = AWKWARD.map((content, i) => ({
     id: `file_u${i}`, position: i, role: i % 2 ? 'output' : 'source', sourceId: i % 2 ? `file_u${i - 1}` : undefined,
     name: `${content}.md`, mime: 'text/markdown', status: i % 2 ? undefined : 'completed', format: i % 2 ? 'markdown' : undefined,
@@ -42,9 +42,13 @@ async function roundTrip(t: Test, db: Db): Promise<void> {
   t.same(convs.map((r) => r.options), rows.map((r) => r.options), 'options (jsonb) as given');
   t.same(convs.map((r) => r.metadata), rows.map((r) => r.metadata), 'metadata: objects as given, NULL as NULL');
   t.same(convs.map((r) => r.endpoint), rows.map((r) => r.endpoint), 'nullable text');
+  t.same(convs.map((r) => r.async_reason), rows.map((r) => r.async_reason), 'async reasons');
+  t.same(convs.map((r) => [r.operation, r.status]), rows.map((r) => [r.operation, r.status]), 'operation and status');
+  t.same(convs.map((r) => [r.credits_reserved, r.credits_charged]), rows.map((r) => [r.credits_reserved, r.credits_charged]), 'integers');
   t.same(convs.map((r) => r.store), rows.map((r) => r.store), 'booleans');
-  t.same(convs.map((r) => (r.completed_at as Date | null)?.toISOString() ?? null), rows.map((r) => r.completed_at?.toISOString() ?? null),
-    'timestamps to the millisecond, NULL as NULL');
+  const iso = (d: unknown) => (d as Date | null)?.toISOString() ?? null;
+  t.same(convs.map((r) => [iso(r.created_at), iso(r.completed_at), iso(r.expires_at)]),
+    rows.map((r) => [iso(r.created_at), iso(r.completed_at), iso(r.expires_at)]), 'timestamps to the millisecond, NULL as NULL');
 
   const stored = await db.sql`select * from files where account_id = 'acct_u' order by position`;
   t.same(stored.map((r) => r.content), files.map((f) => f.content ?? null), 'contents stored exactly, "null" a string, NULL as NULL');
@@ -53,8 +57,11 @@ async function roundTrip(t: Test, db: Db): Promise<void> {
   t.same(stored.map((r) => Number(r.bytes)), files.map((f) => f.bytes), 'bytes (bigint) beyond 32 bits');
   t.same(stored.map((r) => r.pages), files.map((f) => f.pages ?? null), 'pages');
   t.same(stored.map((r) => r.error), files.map((f) => f.error ?? null), 'errors (jsonb)');
-  t.same(stored.map((r) => r.fetched_from), files.map((f) => f.fetched?.url ?? null), 'fetched addresses');
-  t.same(stored.map((r) => (r.expires_at as Date | null)?.toISOString() ?? null),
+  t.same(stored.map((r) => [r.fetched_from, r.fetched_kind]), files.map((f) => [f.fetched?.url ?? null, f.fetched?.kind ?? null]), 'fetched sources');
+  t.same(stored.map((r) => [r.conversion_id, r.position, r.role, r.mime, r.status, r.format, r.variant, r.credits, r.blob]),
+    files.map((f, i) => [`conv_u${i}`, f.position, f.role, f.mime, f.status ?? null, f.format ?? null, f.variant ?? null, f.credits ?? null, f.blob ?? null]),
+    'the other columns');
+  t.same(stored.map((r) => iso(r.expires_at)),
     files.map((_, i) => (i % 4 ? expires.toISOString() : null)), 'expiry from the conversion');
 }
 
