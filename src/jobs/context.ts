@@ -1,6 +1,7 @@
 // What the parts of the conversion service share: the context they run in (its dependencies,
 // built once by ConversionService), the shapes that pass between planning, admission, running
 // and waiting, and the limits they read (sync, inline sizes, retention).
+import type { CommitTurn } from './commit-turn.js';
 import type { ApiError } from '../errors.js';
 import type { ConverterKind, Count, Peek } from '../converters/types.js';
 import type { FetchSettings } from '../converters/url.js';
@@ -118,6 +119,8 @@ export interface LifecycleOptions {
   /** An acceptor thread's link to the process's job runner and gate audit; without it the
    *  service runs its own (the process's main thread). */
   linked?: { runner: JobStarter; audit: AuditWatch };
+  /** The process's one group commit at a time, when it has several acceptor threads. */
+  commitTurn?: CommitTurn;
   /** Jobs this process runs at once. */
   capacity: number;
   pollMs?: number;

@@ -38,6 +38,7 @@ import { atOnce, type Sql } from '../store/db.js';
 import { insertConversions, insertFiles, isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
 import { insertJobs, type NewJob } from './queue.js';
+import type { CommitTurn } from './commit-turn.js';
 
 /** Thrown (or a member refused with it) when another request holds the Idempotency-Key. */
 export class KeyTaken extends Error {}
@@ -77,7 +78,8 @@ export class GroupCommit {
   /** Transactions committed and conversions in them (for metrics and tests). */
   readonly stats = { batches: 0, conversions: 0 };
 
-  constructor(private sql: Sql) {}
+  /** `turn`: the process's one commit at a time, shared with its other acceptor threads. */
+  constructor(private sql: Sql, private turn?: CommitTurn) {}
 
   /** Conversions waiting for the next transaction (the one in flight not counted). */
   get waiting(): number {
@@ -96,6 +98,8 @@ export class GroupCommit {
     this.flushing = true;
     try {
       while (this.queue.length > 0) {
+        // The batch is taken once the turn is ours: it holds what arrived while we waited.
+        if (this.turn) await this.turn.take();
         const batch = this.queue.splice(0, MAX_BATCH);
         try {
           this.settle(batch, await this.commit(batch.map((w) => w.item)));
@@ -113,6 +117,8 @@ export class GroupCommit {
               w.reject(one);
             }
           }
+        } finally {
+          this.turn?.release();
         }
       }
     } finally {

@@ -68,7 +68,7 @@ export class ConversionService {
   private mendMs: number;
 
   constructor(sql: Sql, blobs: Blobs, executor: Executor, private billing: Billing, life: LifecycleOptions) {
-    this.group = new GroupCommit(sql);
+    this.group = new GroupCommit(sql, life.commitTurn);
     this.mendMs = life.mendMs ?? 10_000;
     if (!life.linked) {
       this.audit = new GateAudit(sql, billing.gate);

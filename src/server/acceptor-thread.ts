@@ -27,6 +27,8 @@ export interface AcceptorThreadData {
   owner: string;
   /** The process's gate is in-process (no Redis): reach it over the link. */
   sharedGate: boolean;
+  /** The process's one group commit at a time (jobs/commit-turn.ts). */
+  commitTurn?: SharedArrayBuffer;
 }
 
 const data = workerData as AcceptorThreadData;
@@ -49,6 +51,7 @@ try {
     executor: new LinkedExecutor(link),
     metricsText: () => link.call<MetricsText>({ op: 'metrics' }),
     linked: { runner: new LinkedRunner(link, data.owner), audit: new LinkedAudit(link) },
+    commitTurn: data.commitTurn,
   });
   link.collect = () => metrics.registry.getMetricsAsJSON();
   link.onDrain = async () => {

@@ -5,6 +5,7 @@
 // (SO_REUSEPORT, which uWS sets). What is one per process (the converter pool, the job runner,
 // the gate audit, the webhook dispatcher, an in-process gate) is handed in: the real thing in
 // the main thread, its link in an acceptor thread (acceptor-link.ts).
+import { CommitTurn } from '../jobs/commit-turn.js';
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Config } from '../config.js';
 import type { Db } from '../store/db.js';
@@ -53,6 +54,9 @@ export interface AcceptorParts {
   sender: Sender;
   /** An acceptor thread's link to the process's job runner and gate audit. */
   linked?: { runner: JobStarter; audit: AuditWatch };
+  /** Shared memory for the process's one group commit at a time (jobs/commit-turn.ts), when it
+   *  has several acceptors. */
+  commitTurn?: SharedArrayBuffer;
 }
 
 export interface Acceptor {
@@ -87,6 +91,7 @@ export async function startAcceptor(parts: AcceptorParts): Promise<Acceptor> {
     }, {
       inline, capacity: config.poolThreads * 2, mendMs: config.mendIntervalS * 1000,
       urlFetch: { allowPrivateNetwork: config.allowPrivateNetwork }, linked: parts.linked,
+      commitTurn: parts.commitTurn && new CommitTurn(parts.commitTurn),
     }),
   };
   metrics.watchGroupCommit(deps.conversions.group.stats);

@@ -63,7 +63,7 @@ export interface AcceptorThreads {
 
 /** Starts `count` acceptor threads on `port` and settles once each listens. */
 export async function startAcceptorThreads(count: number, config: Config, port: number, hub: AcceptorHub,
-  opts: { owner: string; sharedGate: boolean; log: Logger }): Promise<AcceptorThreads> {
+  opts: { owner: string; sharedGate: boolean; commitTurn?: SharedArrayBuffer; log: Logger }): Promise<AcceptorThreads> {
   const workers: Worker[] = [];
   const started: Array<Promise<void>> = [];
   const resourceLimits = acceptorResourceLimits();
@@ -71,6 +71,7 @@ export async function startAcceptorThreads(count: number, config: Config, port: 
     const { port1, port2 } = new MessageChannel();
     const data: AcceptorThreadData = {
       config: { ...config, port }, index, link: port2, poolState: hub.state, owner: opts.owner, sharedGate: opts.sharedGate,
+      commitTurn: opts.commitTurn,
     };
     const worker = new Worker(THREAD_FILE, { workerData: data, transferList: [port2], resourceLimits });
     hub.attach(port1);

@@ -2,6 +2,7 @@
 // thread, the converter pool, the job runner, the webhook dispatcher, the retention sweeper, the
 // mending sweeps) and serves the API on HTTP_THREADS event loops: the main thread's acceptor and
 // the acceptor threads (acceptors.ts), all on one port.
+import { commitTurnBuffer } from '../jobs/commit-turn.js';
 import type { Config } from '../config.js';
 import { openDb, type Db } from '../store/db.js';
 import { Blobs } from '../store/blobs.js';
@@ -79,8 +80,10 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     executor, wake: () => webhooks.wake(), gate: config.redisUrl ? undefined : gate,
     metrics: () => metrics.registry.getMetricsAsJSON(), contentType: metrics.registry.contentType,
   }, poolStateBuffer()) : undefined;
+  // With several acceptors, their group commits take turns (jobs/commit-turn.ts).
+  const commitTurn = hub ? commitTurnBuffer() : undefined;
   const acceptor = await startAcceptor({
-    config: hub ? { ...config, port: await portFor(config) } : config, db, blobs, log, gate, executor, metrics, sender: webhooks.sender,
+    config: hub ? { ...config, port: await portFor(config) } : config, db, blobs, log, gate, executor, metrics, sender: webhooks.sender, commitTurn,
     metricsText: () => (hub ? hub.metricsText() : metrics.text()),
   });
   const { deps } = acceptor;
@@ -94,7 +97,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     poolState.unref();
     try {
       threads = await startAcceptorThreads(extra, config, acceptor.port, hub, {
-        owner: deps.conversions.runner!.owner, sharedGate: !config.redisUrl, log,
+        owner: deps.conversions.runner!.owner, sharedGate: !config.redisUrl, commitTurn, log,
       });
     } catch (err) {
       acceptor.stopListening();
