@@ -29,7 +29,7 @@ import { ledgerEntries, readLedger } from './ledger.js';
 const GRANT_OVERLAP_S = 60;
 
 /** How long an account stays audited after its last reservation here. */
-const WATCH_MS = 15 * 60 * 1000;
+export const WATCH_MS = 15 * 60 * 1000;
 /** Seconds a reservation stays out of line before it is released or adopted (GATE_AUDIT_GRACE_S,
  *  for tests and tuning): longer than any submit takes from its reservation to its commit. */
 export const AUDIT_GRACE_S = Number(process.env.GATE_AUDIT_GRACE_S) || 30;

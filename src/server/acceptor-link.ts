@@ -20,7 +20,7 @@ import type { Count } from '../converters/types.js';
 import type { RunResult } from '../converters/registry.js';
 import { countTask, type Executor, type Task } from '../jobs/executor.js';
 import type { AuditWatch, JobOutcome, JobStarter } from '../jobs/context.js';
-import type { AuditCounts } from '../billing/audit.js';
+import { WATCH_MS, type AuditCounts } from '../billing/audit.js';
 import type { Gate } from '../billing/gate.js';
 import type { JobRunner } from '../jobs/runner.js';
 import type { JobRow } from '../jobs/queue.js';
@@ -46,6 +46,9 @@ type Down =
 type Up = (Call & { id: number }) | Note | { ev: 'collected'; id: number; metrics: MetricsJson } | { ev: 'drained' };
 
 type GateMethod = Exclude<keyof Gate, 'close'>;
+
+/** Accounts an acceptor remembers having noted (LinkedAudit). */
+const NOTED_MAX = 10_000;
 
 /** Index of the pool's state in the shared Int32Array. */
 const SATURATED = 0;
@@ -291,12 +294,25 @@ export class LinkedRunner implements JobStarter {
   }
 }
 
+/** How often an acceptor tells the process again that an account it keeps reserving for is
+ *  active: far within the WATCH_MS the process audits an account after the last word of it. */
+export const WATCH_RENOTE_MS = WATCH_MS / 15;
+
 /** The process's gate audit as an acceptor sees it: it watches the accounts this thread
- *  reserved for; the passes run in the main thread. */
+ *  reserved for; the passes run in the main thread. An account is noted once a WATCH_RENOTE_MS,
+ *  not at every reservation (each note wakes the main thread). */
 export class LinkedAudit implements AuditWatch {
-  constructor(private link: AcceptorLink) {}
+  private noted = new Map<string, number>();
+
+  constructor(private link: AcceptorLink, private now: () => number = Date.now) {}
 
   watch(accountId: string): void {
+    const now = this.now();
+    const last = this.noted.get(accountId);
+    if (last !== undefined && now - last < WATCH_RENOTE_MS) return;
+    // Past NOTED_MAX accounts it starts over: a few notes more, and the memory stays bounded.
+    if (this.noted.size >= NOTED_MAX) this.noted.clear();
+    this.noted.set(accountId, now);
     this.link.note({ op: 'watch', accountId });
   }
 
