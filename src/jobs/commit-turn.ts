@@ -21,7 +21,7 @@ const NEXT = 0;
 const SERVING = 1;
 
 /** How long a waiter lets the counter stand still before it takes the turn anyway. */
-export const STALL_MS = 2_000;
+const STALL_MS = 2_000;
 
 /** Atomics.waitAsync (Node.js has it; the ES2023 library this project compiles against does not). */
 type WaitAsync = (cells: Int32Array, index: number, value: number, timeoutMs: number)

@@ -47,9 +47,6 @@ type Up = (Call & { id: number }) | Note | { ev: 'collected'; id: number; metric
 
 type GateMethod = Exclude<keyof Gate, 'close'>;
 
-/** Accounts an acceptor remembers having noted (LinkedAudit). */
-const NOTED_MAX = 10_000;
-
 /** Index of the pool's state in the shared Int32Array. */
 const SATURATED = 0;
 const QUEUED = 1;
@@ -297,6 +294,9 @@ export class LinkedRunner implements JobStarter {
 /** How often an acceptor tells the process again that an account it keeps reserving for is
  *  active: far within the WATCH_MS the process audits an account after the last word of it. */
 export const WATCH_RENOTE_MS = WATCH_MS / 15;
+
+/** Accounts an acceptor remembers having noted. */
+const NOTED_MAX = 10_000;
 
 /** The process's gate audit as an acceptor sees it: it watches the accounts this thread
  *  reserved for; the passes run in the main thread. An account is noted once a WATCH_RENOTE_MS,
