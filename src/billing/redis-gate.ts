@@ -27,12 +27,6 @@ type ScriptFn = (...args: Array<string | number>) => Promise<Reply>;
 
 interface Script { command: string; numberOfKeys: number; lua: string }
 
-interface RateCall {
-  perMinute: number;
-  resolve(result: RateResult): void;
-  reject(err: unknown): void;
-}
-
 // Next to this file when run from source; dist/ builds may not copy .lua files, so fall back to
 // the source tree (dist/src/billing -> src/billing).
 const LUA_DIRS = [new URL('./lua/', import.meta.url), new URL('../../../src/billing/lua/', import.meta.url)];
@@ -75,10 +69,6 @@ export class RedisGate implements Gate {
   readonly prefix: string;
   private readonly ownsClient: boolean;
   private readonly fns = new Map<string, ScriptFn>();
-  /** Rate-limit calls not sent yet, by account; the accounts whose run is in flight. */
-  private rating = new Map<string, RateCall[]>();
-  private ratingInFlight = new Set<string>();
-  private ratingScheduled = false;
 
   constructor(opts: RedisGateOptions) {
     if (/[{}]/.test(opts.prefix)) throw new TypeError('the key prefix must not contain braces');
@@ -221,62 +211,15 @@ export class RedisGate implements Gate {
     return r[0] === 1;
   }
 
-  /**
-   * One script run decides the rate-limit calls of an account that arrive together: those made in
-   * the same turn of the event loop (sent from setImmediate, after the turn's I/O callbacks), and
-   * those made while the account's previous run is in flight (sent when it answers), the way
-   * ioredis gathers a pipeline. Each call was a command of its own through ioredis (its objects,
-   * its promise, its reply, and a script run in Redis). Each is decided in arrival order exactly
-   * as alone; the script reads the balance once for all.
-   */
-  rateLimit(accountId: string, perMinute: number): Promise<RateResult> {
-    if (!Number.isSafeInteger(perMinute)) return Promise.reject(new TypeError('perMinute must be an integer'));
-    try {
-      checkId('accountId', accountId);
-    } catch (err) {
-      return Promise.reject(err);
+  async rateLimit(accountId: string, perMinute: number): Promise<RateResult> {
+    if (!Number.isSafeInteger(perMinute)) throw new TypeError('perMinute must be an integer');
+    const k = this.keys(accountId);
+    const r = await this.run('rate', k.rate, k.balance, k.epoch, perMinute, RATE_WINDOW_MS);
+    if (r[0] === 1) {
+      const balance: BalanceRead = r[2] === '' ? { kind: 'not_loaded', epoch: String(r[3]) } : { kind: 'loaded', balance: Number(r[2]) };
+      return { allowed: true, remaining: Number(r[1]), balance };
     }
-    return new Promise((resolve, reject) => {
-      let waiting = this.rating.get(accountId);
-      if (!waiting) {
-        waiting = [];
-        this.rating.set(accountId, waiting);
-      }
-      waiting.push({ perMinute, resolve, reject });
-      if (!this.ratingScheduled && !this.ratingInFlight.has(accountId)) {
-        this.ratingScheduled = true;
-        setImmediate(() => {
-          this.ratingScheduled = false;
-          for (const account of [...this.rating.keys()]) if (!this.ratingInFlight.has(account)) void this.rateTogether(account);
-        });
-      }
-    });
-  }
-
-  /** Sends the account's waiting calls in one run, then the ones that arrived meanwhile. */
-  private async rateTogether(accountId: string): Promise<void> {
-    const waiting = this.rating.get(accountId);
-    if (!waiting) return;
-    this.rating.delete(accountId);
-    this.ratingInFlight.add(accountId);
-    try {
-      const k = this.keys(accountId);
-      const r = await this.run('rate', k.rate, k.balance, k.epoch, RATE_WINDOW_MS, ...waiting.map((w) => w.perMinute));
-      waiting.forEach((w, i) => {
-        const value = Number(r[3 + 2 * i]);
-        if (r[2 + 2 * i] !== 1) {
-          w.resolve({ allowed: false, kind: 'refused', refusal: Refusal.RateLimited, retryAfter: value });
-          return;
-        }
-        const balance: BalanceRead = r[0] === '' ? { kind: 'not_loaded', epoch: String(r[1]) } : { kind: 'loaded', balance: Number(r[0]) };
-        w.resolve({ allowed: true, remaining: value, balance });
-      });
-    } catch (err) {
-      for (const w of waiting) w.reject(err);
-    } finally {
-      this.ratingInFlight.delete(accountId);
-    }
-    if (this.rating.has(accountId)) void this.rateTogether(accountId);
+    return { allowed: false, kind: 'refused', refusal: Refusal.RateLimited, retryAfter: Number(r[1]) };
   }
 
   async forget(accountId: string): Promise<void> {
