@@ -1,8 +1,7 @@
 // The billing gate on Redis, shared by every process (see gate.ts for the contract). Each money
 // step is one Lua script from ./lua, run through ioredis `defineCommand` (EVALSHA, falling back to
 // EVAL on NOSCRIPT), so concurrent calls are one command each and batch well under ioredis
-// auto-pipelining; an account's rate-limit calls that arrive together share one (rateLimit).
-// All keys of one account carry the hash tag `{acct:<id>}`: cluster-safe.
+// auto-pipelining. All keys of one account carry the hash tag `{acct:<id>}`: cluster-safe.
 //
 // Key layout under the constructor's prefix P, for account A:
 //   P{acct:A}:balance        available credits (absent = not loaded)
