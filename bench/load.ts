@@ -4,6 +4,7 @@
 // counted from the scheduled time, so a stalled server cannot hide its queue — no coordinated
 // omission). Latencies go into a log-bucket histogram (1 % resolution) → req/s, p50, p99.
 // Every ratio in the bench compares numbers taken with this one generator in one run.
+import { Worker } from 'node:worker_threads';
 import { Pool } from 'undici';
 
 /** Latencies in microseconds, in buckets 1 % wide; exact count, min, max and mean. */
@@ -158,6 +159,42 @@ export async function openLoop(opts: LoadOptions & { durationMs: number; rate: n
   const seconds = Math.max(opts.durationMs, performance.now() - start) / 1000;
   await pool.close();
   return finish(r, seconds);
+}
+
+/** An open loop of one fixed request, run in a thread of its own (openLoopInThread). */
+export interface ThreadLoad {
+  origin: string;
+  connections: number;
+  durationMs: number;
+  rate: number;
+  request: Req;
+  /** The status counted as a success. */
+  okStatus: number;
+}
+
+/** What openLoopInThread answers: openLoop's result without the histogram, with the number of
+ *  answers timed and the thread's own event-loop delay. */
+export interface ThreadLoadResult extends Omit<LoadResult, 'histogram'> {
+  count: number;
+  ownDelay: { p99Ms: number; maxMs: number };
+}
+
+/**
+ * openLoop on an event loop of its own: a worker thread of this process. A probe timed on the
+ * loop that also drives a heavy load shares its stalls (scenario E once read a probe p99 of 144 ms
+ * in a run where its generator's own event loop stood still for 113 ms).
+ */
+export function openLoopInThread(load: ThreadLoad): Promise<ThreadLoadResult> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./probe-thread-tsx.mjs', import.meta.url), { workerData: load });
+    let answer: ThreadLoadResult | undefined;
+    worker.once('message', (m: ThreadLoadResult) => { answer = m; });
+    worker.once('error', reject);
+    worker.once('exit', (code) => {
+      if (answer) resolve(answer);
+      else reject(new Error(`the load thread ended (code ${code}) without a result`));
+    });
+  });
 }
 
 /** The rate of one pass over a corpus (a warm-up pass, reported beside the measured ones). */
