@@ -36,6 +36,7 @@ import type { Plan } from '../plans.js';
 import { InlineExecutor } from '../jobs/executor.js';
 import type { MetricsText } from './acceptor-link.js';
 import { loadUws } from './uws.js';
+import { warmUp } from '../converters/shared/markdown.js';
 
 export interface AcceptorParts {
   config: Config;
@@ -123,6 +124,9 @@ export async function startAcceptor(parts: AcceptorParts): Promise<Acceptor> {
     };
     void dispatch(router, ctx, log, metrics);
   });
+  // The thread's Markdown renderer compiled before it accepts: its first render would take tens
+  // of milliseconds (see warmUp).
+  warmUp();
   const listenSocket = await new Promise<us_listen_socket>((resolve, reject) => {
     app.listen(config.host, config.port, (sock) => (sock ? resolve(sock) : reject(new Error(`cannot listen on ${config.host}:${config.port}`))));
   });

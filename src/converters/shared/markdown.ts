@@ -91,6 +91,34 @@ export function markdownToHtml(md: string): string {
   return marked.parse(md, { async: false }) as string;
 }
 
+/**
+ * A document with every construct the renderer knows: block and inline rules, GFM's tables,
+ * task lists, strikethrough and autolinks, math, a marker comment and raw HTML.
+ */
+const WARM_UP = [
+  '# Heading', '', 'Setext heading', '===', '',
+  'A paragraph with **bold**, _emphasis_, ~~strike~~, `code`, a [link](https://example.com "title"), ![an image](a.png),',
+  'https://example.org, www.example.net, someone@example.com, $x^2$ and a hard  ', 'break.', '',
+  '> A quote', '', '- an item', '- [ ] a task', '  - nested', '', '1. one', '2. two', '',
+  '| a | b |', '|---|:-:|', '| 1 | 2 |', '', '```js', 'code', '```', '', '    indented', '',
+  '<!-- page 2 -->', '', '<b>raw</b>', '', '$$\\int x\\,dx$$', '', '---', '',
+].join('\n');
+
+/**
+ * Renders WARM_UP to HTML and text a few times; returns the last HTML. V8 compiles a regular
+ * expression on its first use and a function on its first call, and marked's first render of a
+ * 1 KB document in a new thread took 39–45 ms against well under 1 ms after (here, on 2 cores):
+ * the HTTP threads call this before they accept, so their first requests do not pay it.
+ */
+export function warmUp(): string {
+  let html = '';
+  for (let i = 0; i < 3; i++) {
+    html = markdownToHtml(WARM_UP);
+    markdownToText(WARM_UP);
+  }
+  return html;
+}
+
 /** Plain text: the words of the document, blocks separated by blank lines, no markup. */
 export function markdownToText(md: string): string {
   const tokens = marked.lexer(md);
