@@ -1,7 +1,8 @@
 // The billing gate on Redis, shared by every process (see gate.ts for the contract). Each money
 // step is one Lua script from ./lua, run through ioredis `defineCommand` (EVALSHA, falling back to
 // EVAL on NOSCRIPT), so concurrent calls are one command each and batch well under ioredis
-// auto-pipelining. All keys of one account carry the hash tag `{acct:<id>}`: cluster-safe.
+// auto-pipelining; an account's rate-limit calls made in one turn of the event loop share one
+// (rateLimit). All keys of one account carry the hash tag `{acct:<id>}`: cluster-safe.
 //
 // Key layout under the constructor's prefix P, for account A:
 //   P{acct:A}:balance        available credits (absent = not loaded)
@@ -25,6 +26,13 @@ type Reply = Array<number | string>;
 type ScriptFn = (...args: Array<string | number>) => Promise<Reply>;
 
 interface Script { command: string; numberOfKeys: number; lua: string }
+
+/** A rate-limit call waiting for its account's script run. */
+interface RateCall {
+  perMinute: number;
+  resolve(result: RateResult): void;
+  reject(err: unknown): void;
+}
 
 // Next to this file when run from source; dist/ builds may not copy .lua files, so fall back to
 // the source tree (dist/src/billing -> src/billing).
@@ -68,6 +76,8 @@ export class RedisGate implements Gate {
   readonly prefix: string;
   private readonly ownsClient: boolean;
   private readonly fns = new Map<string, ScriptFn>();
+  /** Rate-limit calls made in this turn of the event loop, by account (sent from setImmediate). */
+  private rating = new Map<string, RateCall[]>();
 
   constructor(opts: RedisGateOptions) {
     if (/[{}]/.test(opts.prefix)) throw new TypeError('the key prefix must not contain braces');
@@ -210,15 +220,51 @@ export class RedisGate implements Gate {
     return r[0] === 1;
   }
 
-  async rateLimit(accountId: string, perMinute: number): Promise<RateResult> {
-    if (!Number.isSafeInteger(perMinute)) throw new TypeError('perMinute must be an integer');
-    const k = this.keys(accountId);
-    const r = await this.run('rate', k.rate, k.balance, k.epoch, perMinute, RATE_WINDOW_MS);
-    if (r[0] === 1) {
-      const balance: BalanceRead = r[2] === '' ? { kind: 'not_loaded', epoch: String(r[3]) } : { kind: 'loaded', balance: Number(r[2]) };
-      return { allowed: true, remaining: Number(r[1]), balance };
+  /**
+   * The rate-limit calls of an account made in one turn of the event loop (the requests one
+   * poll of the sockets brought) are decided by one script run, sent from setImmediate after
+   * the turn's I/O callbacks, each in arrival order exactly as if alone. Each call was a command
+   * of its own through ioredis (its objects, its promise, its reply and a script run in Redis).
+   * Nothing waits for an earlier run: a run fails or answers on its own, as one command would.
+   */
+  rateLimit(accountId: string, perMinute: number): Promise<RateResult> {
+    if (!Number.isSafeInteger(perMinute)) return Promise.reject(new TypeError('perMinute must be an integer'));
+    try {
+      checkId('accountId', accountId);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    return { allowed: false, kind: 'refused', refusal: Refusal.RateLimited, retryAfter: Number(r[1]) };
+    return new Promise((resolve, reject) => {
+      if (this.rating.size === 0) setImmediate(() => this.sendRates());
+      let waiting = this.rating.get(accountId);
+      if (!waiting) {
+        waiting = [];
+        this.rating.set(accountId, waiting);
+      }
+      waiting.push({ perMinute, resolve, reject });
+    });
+  }
+
+  /** One script run per account for the calls of the turn. */
+  private sendRates(): void {
+    const turn = this.rating;
+    this.rating = new Map();
+    for (const [accountId, calls] of turn) void this.rateTogether(accountId, calls);
+  }
+
+  private async rateTogether(accountId: string, calls: RateCall[]): Promise<void> {
+    try {
+      const k = this.keys(accountId);
+      const r = await this.run('rate', k.rate, k.balance, k.epoch, RATE_WINDOW_MS, ...calls.map((c) => c.perMinute));
+      const balance: BalanceRead = r[0] === '' ? { kind: 'not_loaded', epoch: String(r[1]) } : { kind: 'loaded', balance: Number(r[0]) };
+      calls.forEach((c, i) => {
+        const value = Number(r[3 + 2 * i]);
+        if (r[2 + 2 * i] === 1) c.resolve({ allowed: true, remaining: value, balance });
+        else c.resolve({ allowed: false, kind: 'refused', refusal: Refusal.RateLimited, retryAfter: value });
+      });
+    } catch (err) {
+      for (const c of calls) c.reject(err);
+    }
   }
 
   async forget(accountId: string): Promise<void> {

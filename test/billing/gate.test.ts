@@ -418,3 +418,34 @@ t.test('every refusal code has a mapping', async (t) => {
   const codes = Object.values(Refusal).filter((v): v is number => typeof v === 'number');
   t.strictSame(codes.sort(), refusals.map(([r]) => r.refusal).sort());
 });
+
+t.test('the rate-limit calls of an account made in one turn are decided by one script run, in arrival order', async (t) => {
+  // A client of its own without auto-pipelining, so that each command it sends is counted.
+  const plain = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  t.teardown(() => plain.quit());
+  const sent: string[] = [];
+  const send = plain.sendCommand.bind(plain);
+  plain.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+    sent.push(command.name);
+    return (send as (...a: unknown[]) => unknown)(command, ...rest);
+  }) as typeof plain.sendCommand;
+  const gate = new RedisGate({ redis: plain, prefix });
+  const [a, b] = [newAccount(), newAccount()];
+  await fund(gate, a, 7);
+  sent.length = 0;
+  const calls = [gate.rateLimit(a, 3), gate.rateLimit(b, 3), gate.rateLimit(a, 3), gate.rateLimit(a, 3), gate.rateLimit(a, 3),
+    gate.rateLimit('{x}', 3)];
+  const settled = await Promise.allSettled(calls);
+  t.same(sent.filter((n) => n === 'evalsha' || n === 'eval').length, 2, 'one script run for each of the two accounts');
+  const results = settled.slice(0, 5).map((s) => (s.status === 'fulfilled' ? s.value : s.reason));
+  t.match(results, [
+    { allowed: true, remaining: 2, balance: { kind: 'loaded', balance: 7 } },
+    { allowed: true, remaining: 2, balance: { kind: 'not_loaded' } },
+    { allowed: true, remaining: 1 },
+    { allowed: true, remaining: 0 },
+    { allowed: false, refusal: Refusal.RateLimited },
+  ], 'each call decided as if alone, in the order made; the other account counted on its own');
+  t.match(settled[5], { status: 'rejected', reason: TypeError }, 'a bad account id is refused alone');
+  const [rate] = await plain.mget(gate.keys(a).rate);
+  t.equal(rate, '3', 'only the allowed calls are counted');
+});
