@@ -449,3 +449,34 @@ t.test('the rate-limit calls of an account made in one turn are decided by one s
   const [rate] = await plain.mget(gate.keys(a).rate);
   t.equal(rate, '3', 'only the allowed calls are counted');
 });
+
+t.test('a turn\'s rate-limit run is sent without waiting for the answer of an earlier turn\'s', async (t) => {
+  // The client's replies are held (its socket not read) while two turns make their calls: both
+  // runs must be on the wire before either is answered, so that during an outage each call fails
+  // as soon as its own command does.
+  const plain = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  t.teardown(() => plain.quit());
+  await plain.ping();
+  const sent: string[] = [];
+  const send = plain.sendCommand.bind(plain);
+  plain.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+    sent.push(command.name);
+    return (send as (...a: unknown[]) => unknown)(command, ...rest);
+  }) as typeof plain.sendCommand;
+  const gate = new RedisGate({ redis: plain, prefix });
+  const account = newAccount();
+  await fund(gate, account, 5);
+  sent.length = 0;
+  const turn = () => new Promise((r) => setImmediate(r));
+  const stream = (plain as unknown as { stream: { pause(): void; resume(): void } }).stream;
+  stream.pause();
+  const first = gate.rateLimit(account, 10);
+  await turn();
+  await turn();
+  const second = gate.rateLimit(account, 10);
+  await turn();
+  await turn();
+  t.same(sent.filter((n) => n === 'evalsha' || n === 'eval').length, 2, 'the second turn\'s run is sent while the first is unanswered');
+  stream.resume();
+  t.match(await Promise.all([first, second]), [{ allowed: true, remaining: 9 }, { allowed: true, remaining: 8 }], 'each answered in order');
+});
