@@ -419,8 +419,11 @@ t.test('every refusal code has a mapping', async (t) => {
   t.strictSame(codes.sort(), refusals.map(([r]) => r.refusal).sort());
 });
 
-t.test('the rate-limit calls of an account made in one turn are decided by one script run, in arrival order', async (t) => {
-  // A client of its own without auto-pipelining, so that each command it sends is counted.
+/**
+ * A RedisGate on a client of its own without auto-pipelining, whose script runs (EVALSHA, or
+ * EVAL on NOSCRIPT) are counted as they are sent.
+ */
+function countingGate(t: { teardown(fn: () => unknown): void }) {
   const plain = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
   t.teardown(() => plain.quit());
   const sent: string[] = [];
@@ -429,14 +432,23 @@ t.test('the rate-limit calls of an account made in one turn are decided by one s
     sent.push(command.name);
     return (send as (...a: unknown[]) => unknown)(command, ...rest);
   }) as typeof plain.sendCommand;
-  const gate = new RedisGate({ redis: plain, prefix });
+  return {
+    plain,
+    gate: new RedisGate({ redis: plain, prefix }),
+    scriptRuns: () => sent.filter((n) => n === 'evalsha' || n === 'eval').length,
+    clear: () => { sent.length = 0; },
+  };
+}
+
+t.test('the rate-limit calls of an account made in one turn are decided by one script run, in arrival order', async (t) => {
+  const { plain, gate, scriptRuns, clear } = countingGate(t);
   const [a, b] = [newAccount(), newAccount()];
   await fund(gate, a, 7);
-  sent.length = 0;
+  clear();
   const calls = [gate.rateLimit(a, 3), gate.rateLimit(b, 3), gate.rateLimit(a, 3), gate.rateLimit(a, 3), gate.rateLimit(a, 3),
     gate.rateLimit('{x}', 3)];
   const settled = await Promise.allSettled(calls);
-  t.same(sent.filter((n) => n === 'evalsha' || n === 'eval').length, 2, 'one script run for each of the two accounts');
+  t.equal(scriptRuns(), 2, 'one script run for each of the two accounts');
   const results = settled.slice(0, 5).map((s) => (s.status === 'fulfilled' ? s.value : s.reason));
   t.match(results, [
     { allowed: true, remaining: 2, balance: { kind: 'loaded', balance: 7 } },
@@ -454,19 +466,11 @@ t.test('a turn\'s rate-limit run is sent without waiting for the answer of an ea
   // The client's replies are held (its socket not read) while two turns make their calls: both
   // runs must be on the wire before either is answered, so that during an outage each call fails
   // as soon as its own command does.
-  const plain = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-  t.teardown(() => plain.quit());
+  const { plain, gate, scriptRuns, clear } = countingGate(t);
   await plain.ping();
-  const sent: string[] = [];
-  const send = plain.sendCommand.bind(plain);
-  plain.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
-    sent.push(command.name);
-    return (send as (...a: unknown[]) => unknown)(command, ...rest);
-  }) as typeof plain.sendCommand;
-  const gate = new RedisGate({ redis: plain, prefix });
   const account = newAccount();
   await fund(gate, account, 5);
-  sent.length = 0;
+  clear();
   const turn = () => new Promise((r) => setImmediate(r));
   const stream = (plain as unknown as { stream: { pause(): void; resume(): void } }).stream;
   stream.pause();
@@ -476,7 +480,8 @@ t.test('a turn\'s rate-limit run is sent without waiting for the answer of an ea
   const second = gate.rateLimit(account, 10);
   await turn();
   await turn();
-  t.same(sent.filter((n) => n === 'evalsha' || n === 'eval').length, 2, 'the second turn\'s run is sent while the first is unanswered');
+  t.equal(scriptRuns(), 2, 'the second turn\'s run is sent while the first is unanswered');
   stream.resume();
   t.match(await Promise.all([first, second]), [{ allowed: true, remaining: 9 }, { allowed: true, remaining: 8 }], 'each answered in order');
 });
+
