@@ -485,3 +485,23 @@ t.test('a turn\'s rate-limit run is sent without waiting for the answer of an ea
   t.match(await Promise.all([first, second]), [{ allowed: true, remaining: 9 }, { allowed: true, remaining: 8 }], 'each answered in order');
 });
 
+t.test('a rate window is opened by the first allowed call and given to a counter left without one', async (t) => {
+  const [fresh, stuck, full] = [newAccount(), newAccount(), newAccount()];
+  t.match(await Promise.all([redisGate.rateLimit(fresh, 2), redisGate.rateLimit(fresh, 2), redisGate.rateLimit(fresh, 2)]), [
+    { allowed: true, remaining: 1 }, { allowed: true, remaining: 0 }, { allowed: false, refusal: Refusal.RateLimited },
+  ]);
+  const opened = await redis.pttl(redisGate.keys(fresh).rate);
+  t.ok(opened > 0 && opened <= 60_000, `the window opened with the first call (${opened} ms left)`);
+  // Counters without expiry (as an interrupted write could leave them): one below its limit,
+  // one at it. Either would otherwise count, or refuse, forever.
+  await redis.set(redisGate.keys(stuck).rate, '1');
+  await redis.set(redisGate.keys(full).rate, '3');
+  t.match(await redisGate.rateLimit(stuck, 3), { allowed: true, remaining: 1 });
+  t.match(await redisGate.rateLimit(full, 3), { allowed: false, refusal: Refusal.RateLimited, retryAfter: 60 });
+  for (const id of [stuck, full]) {
+    const left = await redis.pttl(redisGate.keys(id).rate);
+    t.ok(left > 0 && left <= 60_000, `${id === stuck ? 'the allowed' : 'the refused'} counter was given a window (${left} ms)`);
+  }
+  t.equal(await redis.get(redisGate.keys(stuck).rate), '2');
+  t.equal(await redis.get(redisGate.keys(full).rate), '3', 'a refused call is not counted');
+});

@@ -18,28 +18,40 @@
   -3, retryAfter      refused, rate limited; whole seconds until the window ends (>= 1)
 ]]
 local window = tonumber(ARGV[1])
+-- The counter is read once and kept here; the requests allowed are added in one INCRBY at the
+-- end, and the window's end is read only when a request is refused.
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+local allowed = 0
+local ttl
 local out = {}
 for i = 2, #ARGV do
   local limit = tonumber(ARGV[i])
-  local count = tonumber(redis.call('GET', KEYS[1]) or '0')
   if count >= limit then
-    local ttl = redis.call('PTTL', KEYS[1])
-    if ttl == -1 then
-      -- A counter without expiry would refuse forever: give it a window.
-      redis.call('PEXPIRE', KEYS[1], window)
-    end
-    if ttl < 0 then
-      ttl = window
+    if ttl == nil then
+      ttl = redis.call('PTTL', KEYS[1])
+      if ttl == -1 then
+        -- A counter without expiry would refuse forever: give it a window.
+        redis.call('PEXPIRE', KEYS[1], window)
+      end
+      if ttl < 0 then
+        -- no counter yet (or one just given its window): the window is whole
+        ttl = window
+      end
     end
     out[#out + 1] = -3
     out[#out + 1] = math.max(1, math.ceil(ttl / 1000))
   else
-    count = redis.call('INCR', KEYS[1])
-    if count == 1 or redis.call('PTTL', KEYS[1]) == -1 then
-      redis.call('PEXPIRE', KEYS[1], window)
-    end
+    count = count + 1
+    allowed = allowed + 1
     out[#out + 1] = 1
     out[#out + 1] = limit - count
+  end
+end
+if allowed > 0 then
+  local now = redis.call('INCRBY', KEYS[1], allowed)
+  -- A new counter opens the window; one left without expiry is given one.
+  if now == allowed or redis.call('PTTL', KEYS[1]) == -1 then
+    redis.call('PEXPIRE', KEYS[1], window)
   end
 end
 local held = redis.call('MGET', KEYS[2], KEYS[3])
