@@ -92,11 +92,13 @@ t.test('the image, npm start and the bench launch the server with the same node 
   const pkg = JSON.parse(read('package.json')) as { scripts: { start: string } };
   t.same(cmd, pkg.scripts.start.trim().split(/\s+/), 'the CMD is the start script');
   t.same(['node', ...serverNodeArgs(), 'src/main.ts'], cmd, 'the bench runs what the image runs');
-  // The HTTP threads' young generation and V8's collections without helper threads (README, "How
-  // work runs"): the main thread's heap can only be set at launch, and every thread takes the
-  // process's flags.
+  // The HTTP threads' young generation, V8's collections without helper threads and when marking
+  // starts (README, "How work runs"): the main thread's heap can only be set at launch, and every
+  // thread takes the process's flags.
   t.ok(cmd.includes('--max-semi-space-size=32'), 'the semi-space size is set at launch');
   t.ok(cmd.includes('--single-threaded-gc'), 'each thread collects its own heap, without helper threads');
+  t.ok(cmd.includes('--incremental-marking-soft-trigger=80') && cmd.includes('--incremental-marking-hard-trigger=95'),
+    'a thread starts marking its old generation at a share of its limit');
 });
 
 t.test('everything the server loads at run time is a production dependency', async (t) => {
