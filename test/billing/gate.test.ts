@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { ApiError } from '../../src/errors.js';
 import {
-  Refusal, refusalError, reserveWithRebuild,
+  RATE_WINDOW_MS, Refusal, refusalError, reserveWithRebuild,
   type Gate, type GateRefusal, type LedgerSnapshot, type ReserveRequest, type ReserveResult,
 } from '../../src/billing/gate.js';
 import { RedisGate } from '../../src/billing/redis-gate.js';
@@ -486,22 +486,25 @@ t.test('a turn\'s rate-limit run is sent without waiting for the answer of an ea
 });
 
 t.test('a rate window is opened by the first allowed call and given to a counter left without one', async (t) => {
+  // What the script left, read in one transaction: the count and whether it expires (PTTL -1:
+  // a counter without expiry, which would count, or refuse, forever). No timing is asserted:
+  // a window is there, and it is no longer than one.
+  const state = async (id: string) => {
+    const key = redisGate.keys(id).rate;
+    const [[, count], [, ttl]] = (await redis.multi().get(key).pttl(key).exec()) as [[null, string | null], [null, number]];
+    return { count, expires: ttl !== -1, withinWindow: ttl <= RATE_WINDOW_MS };
+  };
   const [fresh, stuck, full] = [newAccount(), newAccount(), newAccount()];
   t.match(await Promise.all([redisGate.rateLimit(fresh, 2), redisGate.rateLimit(fresh, 2), redisGate.rateLimit(fresh, 2)]), [
     { allowed: true, remaining: 1 }, { allowed: true, remaining: 0 }, { allowed: false, refusal: Refusal.RateLimited },
   ]);
-  const opened = await redis.pttl(redisGate.keys(fresh).rate);
-  t.ok(opened > 0 && opened <= 60_000, `the window opened with the first call (${opened} ms left)`);
+  t.same(await state(fresh), { count: '2', expires: true, withinWindow: true }, 'the window opened with the first call; the refused one is not counted');
   // Counters without expiry (as an interrupted write could leave them): one below its limit,
-  // one at it. Either would otherwise count, or refuse, forever.
+  // one at it.
   await redis.set(redisGate.keys(stuck).rate, '1');
   await redis.set(redisGate.keys(full).rate, '3');
   t.match(await redisGate.rateLimit(stuck, 3), { allowed: true, remaining: 1 });
   t.match(await redisGate.rateLimit(full, 3), { allowed: false, refusal: Refusal.RateLimited, retryAfter: 60 });
-  for (const id of [stuck, full]) {
-    const left = await redis.pttl(redisGate.keys(id).rate);
-    t.ok(left > 0 && left <= 60_000, `${id === stuck ? 'the allowed' : 'the refused'} counter was given a window (${left} ms)`);
-  }
-  t.equal(await redis.get(redisGate.keys(stuck).rate), '2');
-  t.equal(await redis.get(redisGate.keys(full).rate), '3', 'a refused call is not counted');
+  t.same(await state(stuck), { count: '2', expires: true, withinWindow: true }, 'the allowed call counted and gave the counter a window');
+  t.same(await state(full), { count: '3', expires: true, withinWindow: true }, 'the refused call gave the counter a window and was not counted');
 });
