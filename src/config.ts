@@ -42,6 +42,8 @@ export interface Config {
   workerYoungMb: number;
   /** Nice increment of the converter threads (WORKER_NICE, 0–19, default 10). */
   workerNice: number;
+  /** Converter threads on Linux's SCHED_IDLE policy besides their nice (WORKER_SCHED_IDLE, 0 or 1, default 0). */
+  workerSchedIdle: boolean;
   /** On SIGTERM, how long running jobs may finish before they are handed back (SHUTDOWN_GRACE_S). */
   shutdownGraceS: number;
   /** Multiplies every webhook retry delay (WEBHOOK_TIME_SCALE, default 1; tests use 0.001). */
@@ -92,6 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerHeapMb: int(env, 'WORKER_HEAP_MB', 2048),
     workerYoungMb: positive(env, 'WORKER_YOUNG_MB', 192),
     workerNice: atMost(19, 'WORKER_NICE', int(env, 'WORKER_NICE', 10)),
+    workerSchedIdle: atMost(1, 'WORKER_SCHED_IDLE', int(env, 'WORKER_SCHED_IDLE', 0)) === 1,
     shutdownGraceS: int(env, 'SHUTDOWN_GRACE_S', 25),
     webhookTimeScale: positive(env, 'WEBHOOK_TIME_SCALE', 1),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000),

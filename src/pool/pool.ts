@@ -30,6 +30,8 @@ export interface PoolOptions {
   youngMb?: number;
   /** Nice increment of the converter threads over the process (Linux; 0 = none; default 10). */
   nice?: number;
+  /** Converter threads also on SCHED_IDLE (Linux, where `chrt` is; default false). See worker.ts. */
+  schedIdle?: boolean;
   /** Queue length at which `saturated()` turns true; default threads × 4. */
   highWaterMark?: number;
   /** Progress messages of a task at most this often (worker.ts PROGRESS_MESSAGE_EVERY_MS by default);
@@ -109,7 +111,7 @@ export class PoolExecutor implements Executor {
       // tesseract worker's messages); the saving is nothing next to a conversion.
       atomics: 'disabled',
       resourceLimits: { maxOldGenerationSizeMb: this.heapMb, maxYoungGenerationSizeMb: this.youngMb },
-      workerData: { allowTestModules: this.allowTestModules, nice: opts.nice, progressEveryMs: opts.progressEveryMs },
+      workerData: { allowTestModules: this.allowTestModules, nice: opts.nice, schedIdle: opts.schedIdle, progressEveryMs: opts.progressEveryMs },
     });
     // Without a listener piscina's 'error' event would take the process down.
     this.pool.on('error', opts.onError ?? ((err: Error) => console.error('docpipe pool:', err)));

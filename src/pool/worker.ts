@@ -17,6 +17,7 @@
 //   converters here never fires.
 import { isMainThread, threadId, workerData, type MessagePort } from 'node:worker_threads';
 import { mkdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -63,6 +64,19 @@ export type TestRunner = (task: Task, ctx: { signal: AbortSignal; progress(done:
  * CPU the moment it has work, so cheap requests and probes are not queued behind conversions.
  * Linux gives each thread its own nice value (setpriority on the thread id); threads this
  * thread starts (tesseract's) inherit it. Elsewhere, or if refused, threads keep the process's.
+ *
+ * A nice value only orders the threads of one scheduling group, though: with autogroups (one
+ * group per session, Debian's default) or a service's cgroup, the process's threads together
+ * share the cores with Postgres's and Redis's as one group. Under scenario E's flood a Postgres
+ * backend woken to commit a cheap render waited up to 78 ms for a core the converter threads held
+ * (`perf sched`); the probe's p99 was 23–55 ms in eight runs, 16–19 ms in three with autogroups
+ * off. SCHED_IDLE is looked at before any group (a task woken on a core that runs an idle-policy
+ * thread takes it at once), and with the option `schedIdle` (WORKER_SCHED_IDLE=1) the threads go
+ * on it too, set with util-linux's `chrt` (Node.js has no call for sched_setscheduler; where that
+ * fails the nice value stays their priority): E's probe 17–40 ms in six of seven runs, 101 in the
+ * seventh. It is off by default because an idle-policy thread gets almost nothing while anything else in its group
+ * wants the core: beside two busy loops of the same session this suite's pool tests did not end
+ * in 140 s (35 s at nice 10), and TASK_TIMEOUT_S counts wall time, so a starved conversion fails.
  */
 export const WORKER_NICE_INCREMENT = 10;
 
@@ -80,13 +94,30 @@ function niceIncrement(): number {
   return typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 19 ? n : WORKER_NICE_INCREMENT;
 }
 
+/** The pool's `schedIdle` option (config WORKER_SCHED_IDLE; off unless asked for). */
+function schedIdle(): boolean {
+  return (workerData as { schedIdle?: boolean } | undefined)?.schedIdle === true;
+}
+
 function yieldToEventLoop(): void {
+  let tid: number;
   try {
-    const tid = Number(path.basename(readlinkSync('/proc/thread-self')));
-    const increment = niceIncrement();
-    if (increment > 0 && Number.isSafeInteger(tid) && tid > 0) setPriority(tid, Math.min(19, niceOfProcess() + increment));
+    tid = Number(path.basename(readlinkSync('/proc/thread-self')));
   } catch {
-    // not Linux, or not allowed: the thread runs at the process's priority
+    return; // not Linux: the thread runs at the process's priority
+  }
+  if (!Number.isSafeInteger(tid) || tid <= 0) return;
+  try {
+    const increment = niceIncrement();
+    if (increment > 0) setPriority(tid, Math.min(19, niceOfProcess() + increment));
+  } catch {
+    // not allowed: the thread keeps the process's nice value
+  }
+  if (!schedIdle()) return;
+  try {
+    execFileSync('chrt', ['--idle', '--pid', '0', String(tid)], { stdio: 'ignore', timeout: 5_000 });
+  } catch {
+    // no chrt, or refused: the nice value above is the thread's priority
   }
 }
 

@@ -60,7 +60,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   const settings = { tmpDir: blobs.tmpDir, allowPrivateNetwork: config.allowPrivateNetwork, ai: config.ai };
   // Documents are converted on the pool's threads; no event loop parses one.
   const executor = opts.executor ?? new PoolExecutor(settings, {
-    threads: config.poolThreads, taskTimeoutMs: config.taskTimeoutS * 1000, heapMb: config.workerHeapMb, youngMb: config.workerYoungMb, nice: config.workerNice,
+    threads: config.poolThreads, taskTimeoutMs: config.taskTimeoutS * 1000, heapMb: config.workerHeapMb, youngMb: config.workerYoungMb, nice: config.workerNice, schedIdle: config.workerSchedIdle,
     onError: (err) => log.error({ err }, 'worker pool'),
   });
   const metrics = new Metrics({ executor, acceptor: 0 });

@@ -248,16 +248,29 @@ t.test('threads load the TypeScript sources under the tsx CLI and under node --i
   }
 });
 
+/** Linux's scheduling policies as /proc/<tid>/stat gives them. */
+const SCHED_OTHER = 0;
+const SCHED_IDLE = 5;
+
+/** Whether util-linux's chrt, which the threads set their policy with, is on this machine. */
+async function hasChrt(): Promise<boolean> {
+  return promisify(execFile)('chrt', ['--version']).then(() => true, () => false);
+}
+
+interface Priority { thread: number; main: number; threadPolicy: number; mainPolicy: number }
+
 t.test('converter threads run below the event loop: nice raised by 10 on Linux, the main thread untouched', async (t) => {
   if (process.platform !== 'linux') {
-    t.comment('per-thread nice values are a Linux feature');
+    t.comment('per-thread nice values and policies are a Linux feature');
     return;
   }
   const r = await pool.run(stub('nice'), live());
-  const { thread, main } = JSON.parse(r.outputs[0]!.content) as { thread: number; main: number };
+  const { thread, main, threadPolicy, mainPolicy } = JSON.parse(r.outputs[0]!.content) as Priority;
   t.equal(thread, Math.min(19, main + WORKER_NICE_INCREMENT), `the converter thread runs at nice ${thread}`);
   t.equal(main, os.getPriority(process.pid), 'the main thread keeps the process priority');
   t.ok(thread > main || main === 19, 'the converter thread yields to the main thread');
+  t.equal(mainPolicy, SCHED_OTHER, 'the main thread keeps the normal policy');
+  t.equal(threadPolicy, SCHED_OTHER, 'so does the converter thread, unless WORKER_SCHED_IDLE asks for SCHED_IDLE');
 });
 
 t.test('WORKER_NICE=0 keeps converter threads at the process priority; the setting is checked at start', async (t) => {
@@ -271,8 +284,28 @@ t.test('WORKER_NICE=0 keeps converter threads at the process priority; the setti
   const flat = new PoolExecutor(settings, { threads: 1, taskTimeoutMs: 5000, allowTestModules: true, nice: 0 });
   t.teardown(() => flat.close());
   const r = await flat.run(stub('nice'), live());
-  const { thread, main } = JSON.parse(r.outputs[0]!.content) as { thread: number; main: number };
+  const { thread, main } = JSON.parse(r.outputs[0]!.content) as Priority;
   t.equal(thread, main, `the thread runs at the main thread's nice (${main})`);
+});
+
+t.test('WORKER_SCHED_IDLE=1 puts converter threads on SCHED_IDLE besides their nice; the setting is checked at start', async (t) => {
+  t.equal(loadConfig({}).workerSchedIdle, false, 'off by default');
+  t.equal(loadConfig({ WORKER_SCHED_IDLE: '1' }).workerSchedIdle, true);
+  t.equal(loadConfig({ WORKER_SCHED_IDLE: '0' }).workerSchedIdle, false);
+  t.throws(() => loadConfig({ WORKER_SCHED_IDLE: '2' }), /WORKER_SCHED_IDLE must be at most 1/);
+  t.throws(() => loadConfig({ WORKER_SCHED_IDLE: 'yes' }), /WORKER_SCHED_IDLE must be a non-negative integer/);
+  if (process.platform !== 'linux') {
+    t.comment('per-thread policies are a Linux feature');
+    return;
+  }
+  const idle = new PoolExecutor(settings, { threads: 1, taskTimeoutMs: 5000, allowTestModules: true, schedIdle: true });
+  t.teardown(() => idle.close());
+  const r = await idle.run(stub('nice'), live());
+  const { thread, main, threadPolicy, mainPolicy } = JSON.parse(r.outputs[0]!.content) as Priority;
+  if (await hasChrt()) t.equal(threadPolicy, SCHED_IDLE, 'the converter thread is on SCHED_IDLE');
+  else t.equal(threadPolicy, SCHED_OTHER, 'without chrt the thread keeps the normal policy (its nice is its priority)');
+  t.equal(thread, Math.min(19, main + WORKER_NICE_INCREMENT), 'at its nice increment, which stands where the policy cannot be set');
+  t.equal(mainPolicy, SCHED_OTHER, 'the main thread keeps the normal policy');
 });
 
 t.test('threads get a young generation of DEFAULT_YOUNG_MB by default, WORKER_YOUNG_MB sets another', async (t) => {
