@@ -74,9 +74,10 @@ export type TestRunner = (task: Task, ctx: { signal: AbortSignal; progress(done:
  * thread takes it at once), and with the option `schedIdle` (WORKER_SCHED_IDLE=1) the threads go
  * on it too, set with util-linux's `chrt` (Node.js has no call for sched_setscheduler; where that
  * fails the nice value stays their priority): E's probe 17–40 ms in six of seven runs, 101 in the
- * seventh. It is off by default because an idle-policy thread gets almost nothing while anything else in its group
- * wants the core: beside two busy loops of the same session this suite's pool tests did not end
- * in 140 s (35 s at nice 10), and TASK_TIMEOUT_S counts wall time, so a starved conversion fails.
+ * seventh. It is off by default because an idle-policy thread gets almost nothing while anything
+ * else in its group wants the core: beside two busy loops of the same session the pool's tests
+ * did not end in 140 s (35 s at nice 10), and TASK_TIMEOUT_S counts wall time, so a starved
+ * conversion fails.
  */
 export const WORKER_NICE_INCREMENT = 10;
 
