@@ -32,6 +32,7 @@ function stub(name: string, content = '{}'): PoolTask {
   return { kind: 'text', path: doc(content), name: `${name}.json`, options: { formats: ['markdown'] }, testModule: path.join(here, 'fixtures', `${name}.ts`) };
 }
 const live = (): AbortSignal => new AbortController().signal;
+const run = promisify(execFile);
 const who = (content: string): { threadId: number; evaluations: number } => JSON.parse(content);
 
 /** Threads boot slowly under tap (its loaders run in every thread too): run pairs of tasks until
@@ -233,7 +234,6 @@ t.test('scratch directories are removed, also for tasks whose thread was termina
 });
 
 t.test('threads load the TypeScript sources under the tsx CLI and under node --import=tsx', async (t) => {
-  const run = promisify(execFile);
   const file = doc('from a child *process*\n');
   const script = path.join(here, 'fixtures', 'run-once.ts');
   // The two children run at once: each is a process start, the test's whole cost.
@@ -254,7 +254,7 @@ const SCHED_IDLE = 5;
 
 /** Whether util-linux's chrt, which the threads set their policy with, is on this machine. */
 async function hasChrt(): Promise<boolean> {
-  return promisify(execFile)('chrt', ['--version']).then(() => true, () => false);
+  return run('chrt', ['--version']).then(() => true, () => false);
 }
 
 interface Priority { thread: number; main: number; threadPolicy: number; mainPolicy: number }
