@@ -137,8 +137,8 @@ export class Metrics {
       name, help, registers: [this.registry],
       collect() { this.reset(); this.inc(read()); },
     });
-    counter('docpipe_group_commit_batches_total', 'Transactions that stored renders finished in their request.', () => stats.batches);
-    counter('docpipe_group_commit_conversions_total', 'Renders stored by those transactions.', () => stats.conversions);
+    counter('docpipe_group_commit_batches_total', 'Group commits: transactions that stored the conversions submitted meanwhile (renders finished in their request, paid submits with their jobs).', () => stats.batches);
+    counter('docpipe_group_commit_conversions_total', 'Conversions stored by those transactions.', () => stats.conversions);
   }
 
   /** One answered (or abandoned) request; `route` must be a route template, never a raw path. */
