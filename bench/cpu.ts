@@ -22,6 +22,7 @@ import { apiThroughput } from './throughput.js';
 import { cpuShares, machineCpu, threadSched } from './proc.js';
 import { wrk } from './wrk.js';
 import { oneKbJson } from './scenarios/a-cheap.js';
+import { metricSum } from '../src/server/metrics.js';
 
 /** USER_HZ: the unit of the times in /proc/<pid>/stat (100 on Linux's architectures here). */
 const CLOCK_TICKS = 100;
@@ -56,7 +57,6 @@ const env = process.argv[4] ? JSON.parse(process.argv[4]) as Record<string, stri
 const nodeArgs = process.argv[5] ? JSON.parse(process.argv[5]) as string[] : [];
 const warmSeconds = Number(process.argv[6] ?? 0);
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'docpipe-bench-cpu-'));
-const unit = (f: { pages: number }) => f.pages;
 const bench = await setUpBench();
 try {
   const inst = await bench.start(env, nodeArgs);
@@ -72,7 +72,7 @@ try {
 }
 
 /** CPU per unit of work, by thread or process, over `before` → `after`. */
-function table(before: Map<string, number>, after: Map<string, number>, units: number, unit: string, wallSeconds: number): void {
+function table(before: Map<string, number>, after: Map<string, number>, units: number, unit: 'document' | 'request', wallSeconds: number): void {
   const rows = [...after].map(([k, ms]) => ({ k, ms: ms - (before.get(k) ?? 0) })).filter((x) => x.ms > 0).sort((a, b) => b.ms - a.ms);
   const per = (ms: number) => unit === 'request' ? `${((ms * 1000) / units).toFixed(1).padStart(8)} µs` : `${(ms / units).toFixed(2).padStart(8)} ms`;
   console.log(`CPU per ${unit}:`);
@@ -84,6 +84,7 @@ function table(before: Map<string, number>, after: Map<string, number>, units: n
 async function pdfs(inst: { origin: string; peakRss(): number; pid: number }): Promise<void> {
   const files = existsSync(TEXDOCS) ? texlivePdfs(3) : await generatedPdfs(scratch, 24, 20);
   const fields = { quality };
+  const unit = (f: { pages: number }) => f.pages;
   await apiThroughput(inst.origin, bench.key, 'pdf', files, { fields, concurrency: 4, minSeconds: warmSeconds, unit, warmup: 0 });
   const before = snapshot(inst.pid);
   const r = await apiThroughput(inst.origin, bench.key, 'pdf', files, { fields, concurrency: 4, minSeconds: seconds, unit, warmup: 0 });
@@ -99,8 +100,7 @@ async function cheapPath(inst: { origin: string; pid: number }): Promise<void> {
   if (warmSeconds > 0) await wrk({ ...load, seconds: warmSeconds });
   const commits = async (): Promise<{ batches: number; conversions: number }> => {
     const text = await (await fetch(`${inst.origin}/metrics`)).text();
-    const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
-    return { batches: sum('docpipe_group_commit_batches_total'), conversions: sum('docpipe_group_commit_conversions_total') };
+    return { batches: metricSum(text, 'docpipe_group_commit_batches_total'), conversions: metricSum(text, 'docpipe_group_commit_conversions_total') };
   };
   const c0 = await commits();
   const before = snapshot(inst.pid);

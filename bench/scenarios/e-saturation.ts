@@ -12,6 +12,7 @@ import { POOL_THREADS } from '../docpipe.js';
 import { MB, sampleRss, thin } from '../rss.js';
 import { atMostRow, checkRow, type Scenario } from '../types.js';
 import { oneKbJson } from './a-cheap.js';
+import { metricSum } from '../../src/server/metrics.js';
 import { pdfCorpus } from './b-pdf.js';
 
 /** A probe, not load: well under what the cheap path serves on its own (scenario A). */
@@ -114,10 +115,7 @@ export const saturation: Scenario = {
 /** The server's event-loop delay since the last scrape of /metrics (prom-client's monitor). */
 async function eventLoopDelay(origin: string): Promise<{ p99Ms: number; maxMs: number }> {
   const text = await (await fetch(`${origin}/metrics`)).text();
-  const read = (name: string): number => {
-    const m = new RegExp(`^docpipe_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, 'm').exec(text);
-    return m ? Number(m[1]) * 1000 : NaN;
-  };
+  const read = (name: string): number => metricSum(text, `docpipe_nodejs_eventloop_lag_${name}_seconds`) * 1000;
   return { p99Ms: read('p99'), maxMs: read('max') };
 }
 

@@ -35,6 +35,12 @@ interface PoolGauges {
 
 const BY_ACCEPTOR = 'docpipe_http_requests_by_acceptor_total';
 
+/** The sum of a metric's samples in a /metrics text, whatever their labels; NaN when it has none. */
+export function metricSum(metricsText: string, name: string): number {
+  const samples = [...metricsText.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))];
+  return samples.length === 0 ? NaN : samples.reduce((a, m) => a + Number(m[1]), 0);
+}
+
 /** The requests each acceptor thread has answered, read from a /metrics text (by its number). */
 export function requestsByAcceptor(metricsText: string): Map<number, number> {
   const out = new Map<number, number>();

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { MODES, oneMode, PG_URL, startWorld } from '../helpers/world.js';
-import { dependencyOf, Metrics, meteredExecutor } from '../../src/server/metrics.js';
+import { dependencyOf, Metrics, meteredExecutor, metricSum } from '../../src/server/metrics.js';
 import { openDb } from '../../src/store/db.js';
 import { startApp } from '../../src/server/app.js';
 import { createLogger } from '../../src/log.js';
@@ -158,4 +158,15 @@ t.test('connection failures are told apart by dependency', async (t) => {
   t.equal(dependencyOf(Object.assign(new Error('x'), { code: 'ECONNREFUSED', port: 6379 })), 'redis');
   t.equal(dependencyOf(new Error('some bug')), undefined);
   t.equal(dependencyOf('not an error'), undefined);
+});
+
+t.test('a metric read from a /metrics text sums its samples, whatever their labels', async (t) => {
+  const text = [
+    '# HELP docpipe_x_total Things.', '# TYPE docpipe_x_total counter',
+    'docpipe_x_total{acceptor="0"} 3', 'docpipe_x_total{acceptor="1"} 4',
+    'docpipe_x_total_other 100', 'docpipe_lag_seconds 0.0125',
+  ].join('\n');
+  t.equal(metricSum(text, 'docpipe_x_total'), 7, 'labelled samples added, a longer name sharing the prefix left out');
+  t.equal(metricSum(text, 'docpipe_lag_seconds'), 0.0125, 'an unlabelled gauge, fractions kept');
+  t.ok(Number.isNaN(metricSum(text, 'docpipe_missing')), 'a metric with no sample is NaN, not 0');
 });
