@@ -66,7 +66,7 @@ export async function insertConversion(sql: Sql, c: NewConversion, files: NewFil
 
 /** Inserts conversion rows (at least one), one array a column (textColumn). */
 export function insertConversions(t: Sql, rows: ConversionRow[]) {
-  const c = (k: keyof ConversionRow) => textColumn(t, rows, (r) => r[k] as ColumnValue);
+  const c = (k: keyof ConversionRow) => textColumn(rows, (r) => r[k] as ColumnValue);
   return t`insert into conversions (id, account_id, name, endpoint, operation, status, async_reason, options, metadata, store,
       credits_reserved, credits_charged, created_at, completed_at, expires_at)
     select * from unnest(${c('id')}::text[], ${c('account_id')}::text[], ${c('name')}::text[], ${c('endpoint')}::text[],
@@ -83,7 +83,7 @@ export interface FileOfConversion {
 
 /** Inserts file rows (at least one), one array a column (textColumn). */
 export function insertFiles(sql: Sql, rows: FileOfConversion[]) {
-  const c = (value: (x: FileOfConversion) => ColumnValue) => textColumn(sql, rows, value);
+  const c = (value: (x: FileOfConversion) => ColumnValue) => textColumn(rows, value);
   return sql`insert into files (id, conversion_id, account_id, position, role, source_id, name, mime, status, format, variant,
       bytes, pages, credits, content, blob, error, expires_at, fetched_from, fetched_kind)
     select * from unnest(${c((x) => x.file.id)}::text[], ${c((x) => x.conv.id)}::text[], ${c((x) => x.conv.accountId)}::text[],
