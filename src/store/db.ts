@@ -209,13 +209,13 @@ export type ColumnValue = string | number | boolean | Date | object | null | und
  * The column is sent as the array's literal, written here in one flat string: every element
  * quoted (a backslash or a double quote in it escaped with a backslash), NULL bare. The driver's
  * own array parameter built the same text with a closure, two regular-expression replaces and a
- * concatenation per element, then a copy of the whole to flatten it as it wrote it; and the
- * elements it was given stayed reachable past the statement. Under scenario A (2026-11-30, V8's
- * sampling heap profiler on the main thread, 5 s): about 97 % of the files' contents outlived
- * two young-generation collections and were promoted, where the same text rendered in the
- * request was not; with the literal written here, none of them, and the bytes each HTTP thread
- * promoted in 5 s fell from 107–111 MB to 58–69 MB (`--trace-gc-nvp`), its scavenges' pauses in
- * those 5 s from 280 ms to 197–205 ms.
+ * concatenation per element, then a copy of the whole to flatten it as it wrote it. Under
+ * scenario A (2026-11-30, V8's sampling heap profiler on the main thread, 5 s) about 97 % of the
+ * files' contents handed to it outlived two young-generation collections and were promoted
+ * (why, the profile does not say), where the same text decoded for rendering was not; with the
+ * literal written here, none of them, and the bytes each HTTP thread promoted in 5 s fell from
+ * 107–111 MB to 58–69 MB (`--trace-gc-nvp`), its scavenges' pauses in those 5 s from 280 ms to
+ * 197–205 ms.
  */
 export function textColumn<T>(rows: readonly T[], value: (row: T) => ColumnValue): string {
   // One join of the pieces, braces and commas among them: a flat string, nothing left to copy.
