@@ -2,22 +2,8 @@
 // HTML output never passes raw HTML from the input through: it is escaped, and links or images
 // with script-capable schemes lose their target. This is what makes the service safe to render.
 import { Marked, type Token, type Tokens } from 'marked';
-
-const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => escapes[c]!);
-}
-
-/** http(s), mailto, relative and fragment links are kept; javascript:, data:, vbscript: … are not. */
-function safeHref(href: string): string | null {
-  const trimmed = href.trim();
-  // Browsers ignore control characters and whitespace inside a scheme: strip them before looking.
-  // eslint-disable-next-line no-control-regex
-  const probe = trimmed.replace(/[\u0000-\u0020]/g, '').toLowerCase();
-  const scheme = /^([a-z][a-z0-9+.-]*):/.exec(probe);
-  if (!scheme) return trimmed;
-  return ['http', 'https', 'mailto', 'tel', 'ftp'].includes(scheme[1]!) ? trimmed : null;
-}
+import { escapeHtml, safeHref } from './safe-html.js';
+import { plainHtml } from './plain-markdown.js';
 
 /** An HTML comment alone on its line that cannot end early or open a tag (no `--`, `<` or `>`
  *  inside): the converters' page and slide markers and their notes (`<!-- hidden row 3 skipped
@@ -87,7 +73,13 @@ const marked = new Marked({
   },
 });
 
+/** Markdown as HTML: plain documents in one pass (plain-markdown.ts), the others by marked. */
 export function markdownToHtml(md: string): string {
+  return plainHtml(md) ?? markedHtml(md);
+}
+
+/** Markdown as HTML by marked, whatever the document (what plainHtml must match). */
+export function markedHtml(md: string): string {
   return marked.parse(md, { async: false }) as string;
 }
 
