@@ -13,9 +13,8 @@
 import { escapeHtml, safeHref } from './safe-html.js';
 
 /** Characters no plain document has: escapes, raw HTML and entities, strikethrough, math, table
- *  pipes, `_` (whose intraword rules this pass does not follow), images' and references' `]`
- *  outside a link, and whitespace other than space and newline (tabs, CR, NBSP … are read by
- *  rules this pass does not follow). */
+ *  pipes, `_` (whose intraword rules this pass does not follow), and whitespace other than space
+ *  and newline (tabs, CR, NBSP … are read by rules this pass does not follow). */
 // eslint-disable-next-line no-control-regex
 const NOT_PLAIN = /[\\<&~$|_\u0000-\u0009\u000b-\u001f\u007f\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]/;
 
@@ -26,7 +25,7 @@ const TEXT_START = /^(?:[A-Za-z0-9`("'[\u0080-\uffff]|\*\*?[^\s*])/;
 /** An ordered list's marker, which this pass leaves to marked. */
 const ORDERED = /^\d{1,9}[.)](?: |$)/;
 /** A link target kept as written: no spaces, quotes, parentheses or entities to read. */
-const TARGET = /^[A-Za-z0-9\-.~:/?#=%+,;]+$/;
+const TARGET = /^[A-Za-z0-9\-.:/?#=%+,;]+$/;
 
 /** The HTML marked writes for `md`, or undefined when `md` is not plain. */
 export function plainHtml(md: string): string | undefined {
