@@ -34,7 +34,7 @@
 //   happened, as admit.ts does for its reservation).
 import { isDependencyDown } from '../errors.js';
 import { insertClaims, monthlyLimit, THIS_MONTH, type IdempotencyClaimRow } from '../billing/admission.js';
-import { atOnce, type Sql } from '../store/db.js';
+import { answered, atOnce, type Sql } from '../store/db.js';
 import { insertConversions, insertFiles, isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
 import { insertJobs, type NewJob } from './queue.js';
@@ -102,7 +102,10 @@ export class GroupCommit {
         if (this.turn) await this.turn.take();
         const batch = this.queue.splice(0, MAX_BATCH);
         try {
-          this.settle(batch, await this.commit(batch.map((w) => w.item)));
+          // Under the query deadline: a statement left unanswered (a connection cut or stalled
+          // under it) fails the batch with a 503 instead of holding this thread's every later
+          // commit, and the turn, for good.
+          this.settle(batch, await answered(this.commit(batch.map((w) => w.item))));
         } catch (err) {
           // Without a database, one transaction per conversion would fail the same way, one
           // after another: every request of the batch would wait for all the ones before it.

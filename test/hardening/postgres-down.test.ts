@@ -258,6 +258,28 @@ t.test('a request waiting on a query the database never answers gets a 503 at th
   held.release();
 });
 
+t.test('a render whose group commit the database never answers gets a 503 at the query deadline, and the renders after it commit', async (t) => {
+  const { relay, w } = await heldWorld(t);
+  // One render first, so that what the request reads before its commit (its key) is cached.
+  const first = await w.req('POST', '/v1/convert/markdown/html', { json: { markdown: '# First' } });
+  t.equal(first.status, 200);
+  // Every connection of the server's pool open, then frozen: the commit's statements are sent
+  // and never answered, and the connection stays open (no error ever comes back).
+  const appSql = w.app.deps.db.sql;
+  await Promise.all(Array.from({ length: 4 }, () => appSql`select pg_sleep(0.1)`));
+  relay.freeze();
+  const stalled = await w.req('POST', '/v1/convert/markdown/html', { json: { markdown: '# Stalled\n\nIts commit is never answered.' } });
+  t.equal(stalled.status, 503, 'the render waiting on its group commit answers at the deadline');
+  t.match(await stalled.json(), { error: 'service_unavailable', retryable: true });
+  relay.thaw();
+  // The group commit went on: the next render is stored and answered.
+  const after = await w.req('POST', '/v1/convert/markdown/html', { json: { markdown: '# After\n\nStored.' } });
+  t.equal(after.status, 200, 'a render after the thaw commits');
+  const { id } = await after.json() as { id: string };
+  const [row] = await w.db.sql`select status from conversions where id = ${id}`;
+  t.equal(row?.status, 'completed');
+});
+
 t.test('MEND_INTERVAL_S is checked at start', async (t) => {
   const { loadConfig } = await import('../../src/config.js');
   t.equal(loadConfig({}).mendIntervalS, 10, 'default 10 s');
