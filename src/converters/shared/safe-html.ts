@@ -1,9 +1,10 @@
 // What the Markdown → HTML renderers (markdown.ts, plain-markdown.ts) write of the input's text
 // and link targets: text escaped, and targets with a script-capable scheme refused.
 
-const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+/** The entity each character HTML text must not hold as itself is written as. */
+export const HTML_ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => escapes[c]!);
+  return s.replace(/[&<>"']/g, (c) => HTML_ENTITIES[c]!);
 }
 
 /** http(s), mailto, relative and fragment links are kept; javascript:, data:, vbscript: … are not. */
