@@ -139,7 +139,7 @@ export interface StartedSource {
 /**
  * Records the outcome of one source (its outputs, or its error) and rolls the conversion up.
  * Returns the conversion as the change left it (status, completion time, credits charged), or
- * null when `guard` refused the change.
+ * null when `guard` refused the change or the conversion is gone (nothing is then committed).
  * `onTerminal` runs in the same transaction when this change ends the conversion, with the
  * credits its completed sources cost: the credits are settled with the status that ends it, so
  * no reader ever sees a finished conversion whose credits are still reserved (and, from the jobs,
@@ -182,13 +182,17 @@ export async function recordInTransaction(t: Sql, ...[conv, sourceId, outcome, g
   const failure = await firstFailure(sent);
   if (isDependencyDown(failure)) throw failure;
   // Refused, what followed the guard may have failed too (the job's conversion deleted: its
-  // outputs have nothing to belong to, its roll-up no row): that is the refusal, not an error.
+  // roll-up found no row): that is the refusal, not an error.
   const [held, ...rest] = await Promise.allSettled(sent);
   if (held.status === 'rejected') throw held.reason;
   if (!held.value) return null;
+  // The conversion deleted before its row could be locked: the outputs written for it (files
+  // have no foreign key on their conversion, migration 0015) are rolled back with the refusal.
+  const lock = rest[0] as PromiseSettledResult<Array<{ completed_at?: Date | null }>>;
+  if (lock.status === 'fulfilled' && lock.value.length === 0) return null;
   const failed = rest.find((r) => r.status === 'rejected');
   if (failed) throw failed.reason;
-  const [before] = (rest[0] as PromiseFulfilledResult<Array<{ completed_at?: Date | null }>>).value;
+  const [before] = (lock as PromiseFulfilledResult<Array<{ completed_at?: Date | null }>>).value;
   const rolled = (rest[1] as PromiseFulfilledResult<RolledUp>).value;
   if (before && before.completed_at === null && isTerminal(rolled.status)) {
     await onTerminal?.(t, rolled.charged, rolled.status);

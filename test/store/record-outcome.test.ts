@@ -2,7 +2,7 @@
 // (store/db.ts pipelined): the writes go out before the guard has answered. A guard that refuses
 // (another process holds the job now) must leave nothing behind: no output rows, the source and
 // the conversion as they were, no terminal callback, and the connection usable afterwards. A job
-// whose conversion was deleted meanwhile is refused, not failed, though its writes then fail.
+// whose conversion was deleted meanwhile is refused, not failed, and leaves no output behind.
 import t from 'tap';
 import type { Sql } from '../../src/store/db.js';
 import { createAccount } from '../../src/store/accounts.js';
@@ -46,6 +46,28 @@ t.test('an outcome refused by its guard writes nothing', async (t) => {
     t.equal(got, null);
     const [n] = await db.sql`select count(*)::int as n from files where conversion_id = ${conv.id}`;
     t.equal(n!.n, 0, 'no orphan output');
+  });
+
+  await t.test('accepted after the conversion was deleted: null, and no orphan output', async (t) => {
+    // Files have no foreign key on their conversion (migration 0015): the missing row the lock
+    // finds is what refuses the outcome.
+    const { conv, sourceId } = await conversion();
+    await deleteConversionRows(db.sql, account.id, conv.id);
+    const got = await recordSourceOutcome(db.sql, conv, sourceId, { outputs: [output(sourceId)], pages: 1, credits: 1 }, accept, onTerminal);
+    t.equal(got, null);
+    const [n] = await db.sql`select count(*)::int as n from files where conversion_id = ${conv.id}`;
+    t.equal(n!.n, 0, 'no orphan output, and the source went with its conversion');
+    t.equal(ended, 0, 'nothing ended');
+  });
+
+  await t.test('an account deleted takes its conversions and their files', async (t) => {
+    const other = await createAccount(db.sql, { name: 'record-outcome-gone', plan: 'pro' });
+    const { id } = await insertOnePdf(db.sql, other.id, 'running');
+    const [before] = await db.sql`select count(*)::int as n from files where conversion_id = ${id}`;
+    t.equal(before!.n, 1, 'the source stored');
+    await db.sql`delete from accounts where id = ${other.id}`;
+    const [after] = await db.sql`select count(*)::int as n from files where account_id = ${other.id} or conversion_id = ${id}`;
+    t.equal(after!.n, 0, 'no file left of the account');
   });
 
   await t.test('accepted: the output, the source completed, the conversion ended once', async (t) => {
