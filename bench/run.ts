@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ensureDebian } from './debian.js';
-import { setUpBench, POOL_THREADS, ROOT } from './docpipe.js';
+import { databaseTransport, setUpBench, POOL_THREADS, ROOT } from './docpipe.js';
 import { SCENARIOS } from './scenarios/index.js';
 import { cpuShares, machineCpu } from './proc.js';
 import { markdownTable, svgChart, textTable } from './report.js';
@@ -96,6 +96,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchRun> {
   const machine = {
     cpus: os.availableParallelism(), cpu_model: os.cpus()[0]?.model ?? '', mem_gib: Math.round(os.totalmem() / 2 ** 30),
     node: process.version, platform: `${process.platform}-${process.arch}`, loadavg_at_start: loadStart,
+    postgres: databaseTransport(),
   };
   const loadEnd = os.loadavg();
   const jsonFile = path.join(resultsDir, `${stamp}.json`);
@@ -108,7 +109,7 @@ export async function runBench(opts: BenchOptions = {}): Promise<BenchRun> {
   writeFileSync(svgFile, svgChart(rows, {
     title: `docpipe bench — ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC${opts.quick ? ' (quick)' : ''}`,
     subtitle: `${machine.cpus} cores, ${machine.cpu_model.trim()}, Node ${process.version}, POOL_THREADS=${POOL_THREADS}, `
-      + `load average before the run ${loadStart[0]!.toFixed(1)}`,
+      + `Postgres over ${machine.postgres}, load average before the run ${loadStart[0]!.toFixed(1)}`,
   }));
   return { rows, table: textTable(rows), markdown: markdownTable(rows), jsonFile, svgFile, errors,
     load: { start: loadStart[0]!, end: loadEnd[0]!, cores: machine.cpus } };
@@ -138,6 +139,7 @@ if (process.argv[1] && pathToFileURL(path.resolve(process.argv[1])).href === imp
   console.log(`\n${run.table}\n`);
   if (opts.markdown) console.log(`${run.markdown}\n`);
   const { start, cores } = run.load;
+  console.log(`Postgres reached over ${databaseTransport()}`);
   console.log(`load average before the run: ${start.toFixed(1)} on ${cores} cores`
     + (start > 1 ? ' (other processes were using the CPUs: figures are lower and noisier than on an idle machine)' : ''));
   console.log(`raw numbers: ${path.relative(process.cwd(), run.jsonFile)}\nchart: ${path.relative(process.cwd(), run.svgFile)}`);
