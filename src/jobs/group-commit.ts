@@ -6,15 +6,17 @@
 // transaction of its own that also updates its account's monthly counter row, and that row lock
 // makes every submit of an account wait for the commit before it: one commit at a time.
 //
-// A batch is first sent whole, in one round trip (`commitAtOnce`): BEGIN, every write, one
+// A batch is first sent whole, in one round trip (`commitAtOnce`): BEGIN, one statement that locks
+// the batch's accounts and checks that none is gone (conversions have no foreign key on their
+// account: one lookup an account instead of one a conversion, migration 0016), every write, one
 // statement that adds the batch's files to its accounts' counters and checks that every account
 // is still within its allowance and that no finished conversion has a webhook subscriber, one
 // that claims the Idempotency-Keys and checks that each was won, and COMMIT. A check that fails
 // raises (group_commit_check, migration 0008): the statements after it fail, the COMMIT rolls
 // the transaction back with the writes, and the batch goes the careful way (`commitCarefully`),
-// where each decision is read before the writes: BEGIN; the counter rows made and locked (with
-// the webhook subscribers, pipelined); the keys claimed; every write pipelined, with the webhook
-// events; COMMIT. Sent at once, and with the writes before the counters, an account's counter
+// where each decision is read before the writes: BEGIN; the accounts locked, the counter rows
+// made and locked (with the webhook subscribers, pipelined); the keys claimed; every write
+// pipelined, with the webhook events; COMMIT. Sent at once, and with the writes before the counters, an account's counter
 // row is locked only from its statement to the commit, not while Postgres inserts the batch's
 // rows nor for round trips to this process: a batch of another acceptor thread, or another
 // process, for the same account waits that much less (under scenario A's load, with the counters
@@ -26,6 +28,8 @@
 //   account order, so two processes' batches never deadlock), each conversion is admitted in
 //   arrival order while it fits, and the ones that do not are refused with
 //   upload_limit_exceeded without touching the others;
+// - a member whose account was deleted since its request was authenticated is refused alone,
+//   with unauthorized (the foreign key it had before migration 0016 failed its whole batch);
 // - an Idempotency-Key already claimed (by a committed conversion, or by an earlier member of the
 //   batch) refuses that member alone with KeyTaken: the admission answers it as a replay;
 // - a batch that fails as a whole is retried one conversion per transaction, so one bad row
@@ -35,7 +39,7 @@
 import { isDependencyDown } from '../errors.js';
 import { insertClaims, monthlyLimit, THIS_MONTH, type IdempotencyClaimRow } from '../billing/admission.js';
 import { answered, atOnce, type Sql } from '../store/db.js';
-import { insertConversions, insertFiles, isTerminal, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
+import { accountGone, insertConversions, insertFiles, isTerminal, lockAccounts, type ConversionRow, type FileRow, type NewFile } from '../store/conversions.js';
 import { enqueueConversionEvent, eventTypeOf } from '../webhooks/outbox.js';
 import { insertJobs, type NewJob } from './queue.js';
 import type { CommitTurn } from './commit-turn.js';
@@ -158,6 +162,7 @@ export class GroupCommit {
       // share their foreign keys take on accounts), and the counter rows, which every batch of
       // the account needs, stay locked only from their statement to the commit.
       await atOnce(this.sql, (t) => [
+        checkedAccounts(t, items).execute(),
         ...writes(t, items).map((q) => q.execute()),
         checkedCounters(t, items).execute(),
         ...checkedClaims(t, items).map((q) => q.execute()),
@@ -175,8 +180,10 @@ export class GroupCommit {
     const refused = new Map<GroupedConversion, Error>();
     await this.sql.begin(async (tx) => {
       const t = tx as unknown as Sql;
-      const [counters, listening] = await Promise.all([lockCounters(t, items), subscribers(t, items)]);
-      let admitted = admitMonthly(counters, items, refused);
+      const [present, counters, listening] = await Promise.all([
+        lockAccounts(t, accountsOf(items)), lockCounters(t, items), subscribers(t, items)]);
+      for (const c of items) if (!present.has(c.row.account_id)) refused.set(c, accountGone());
+      let admitted = admitMonthly(counters, items.filter((c) => !refused.has(c)), refused);
       admitted = await claimKeys(t, admitted, refused);
       if (admitted.length === 0) return;
       const added = filesByAccount(admitted);
@@ -284,12 +291,30 @@ function writes(t: Sql, admitted: GroupedConversion[]) {
   ];
 }
 
-/** Makes and locks the batch's accounts' counter rows (in account order); their files so far. */
+/** The batch's accounts, sorted (the order their rows are locked in). */
+function accountsOf(items: GroupedConversion[]): string[] {
+  return [...new Set(items.map((c) => c.row.account_id))].sort();
+}
+
+/**
+ * Locks the batch's accounts (FOR KEY SHARE, as lockAccounts: conversions have no foreign key on
+ * them, migration 0016) and checks that none is gone; a batch with a member whose account was
+ * deleted goes the careful way, which refuses that member alone.
+ */
+function checkedAccounts(t: Sql, items: GroupedConversion[]) {
+  const accounts = accountsOf(items);
+  return t`select group_commit_check((select count(*) from
+      (select 1 from accounts where id = any(${t.array(accounts)}::text[]) order by id for key share) a) = ${accounts.length})`;
+}
+
+/** Makes and locks the batch's accounts' counter rows (in account order); their files so far.
+ *  An account that is gone gets none (the caller refuses its members). */
 async function lockCounters(t: Sql, items: GroupedConversion[]): Promise<Map<string, number>> {
-  const accounts = [...new Set(items.map((c) => c.row.account_id))].sort();
+  const accounts = accountsOf(items);
   const [, rows] = await Promise.all([
     t`insert into monthly_usage (account_id, month, files)
       select a, ${t.unsafe(THIS_MONTH)}, 0 from unnest(${t.array(accounts)}::text[]) as a
+      where exists (select 1 from accounts where id = a)
       order by a on conflict (account_id, month) do nothing`,
     t`select account_id, files from monthly_usage
       where account_id = any(${t.array(accounts)}::text[]) and month = ${t.unsafe(THIS_MONTH)}

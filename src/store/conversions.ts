@@ -2,7 +2,7 @@
 // Status roll-up lives in SQL so that it is computed from the files in the same statement that
 // changes them: `summary`, `status` and `completed_at` can never disagree with the files.
 import { atOnce, firstFailure, pipelined, textColumn, type ColumnValue, type Sql } from './db.js';
-import { isDependencyDown, type Problem } from '../errors.js';
+import { ApiError, isDependencyDown, type Problem } from '../errors.js';
 
 export type ConversionStatus = 'queued' | 'running' | 'completed' | 'completed_with_errors' | 'failed';
 export type FileStatus = 'queued' | 'running' | 'completed' | 'failed';
@@ -55,6 +55,8 @@ export interface NewFile {
 export async function insertConversion(sql: Sql, c: NewConversion, files: NewFile[]): Promise<void> {
   await sql.begin(async (tx) => {
     const t = tx as unknown as Sql;
+    // The account kept until the commit, as a foreign key would (migration 0016).
+    if ((await lockAccounts(t, [c.accountId])).size === 0) throw accountGone();
     await insertConversions(t, [{
       id: c.id, account_id: c.accountId, name: c.name, endpoint: c.endpoint, operation: c.operation, status: 'queued',
       async_reason: null, options: c.options, metadata: c.metadata ?? null, store: c.store, credits_reserved: c.creditsReserved,
@@ -64,7 +66,24 @@ export async function insertConversion(sql: Sql, c: NewConversion, files: NewFil
   });
 }
 
-/** Inserts conversion rows (at least one), one array a column (textColumn). */
+/**
+ * Locks the accounts that exist among `ids` until the transaction ends (FOR KEY SHARE, the lock a
+ * foreign key's check takes: an account cannot be deleted under the conversions being inserted
+ * for it) and returns them. Conversions have no foreign key on their account (migration 0016):
+ * whoever inserts them calls this first, once per account.
+ */
+export async function lockAccounts(t: Sql, ids: string[]): Promise<Set<string>> {
+  const rows = await t`select id from accounts where id = any(${t.array(ids)}::text[]) order by id for key share`;
+  return new Set(rows.map((r) => r.id as string));
+}
+
+/** A request's account deleted before its conversion was stored (its key's principal was cached). */
+export function accountGone(): ApiError {
+  return new ApiError('unauthorized', 'The account of this API key no longer exists.');
+}
+
+/** Inserts conversion rows (at least one), one array a column (textColumn); their accounts
+ *  locked first (lockAccounts). */
 export function insertConversions(t: Sql, rows: ConversionRow[]) {
   const c = (k: keyof ConversionRow) => textColumn(rows, (r) => r[k] as ColumnValue);
   return t`insert into conversions (id, account_id, name, endpoint, operation, status, async_reason, options, metadata, store,

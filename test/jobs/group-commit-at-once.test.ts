@@ -9,7 +9,7 @@ import t from 'tap';
 import type { Sql } from '../../src/store/db.js';
 import { GroupCommit, KeyTaken, type GroupedConversion } from '../../src/jobs/group-commit.js';
 import { claimNext, LEASE_S } from '../../src/jobs/queue.js';
-import type { ConversionRow } from '../../src/store/conversions.js';
+import { insertConversion, type ConversionRow } from '../../src/store/conversions.js';
 import { startWorld, storeModes, type World } from '../helpers/world.js';
 
 /** The world's client with its reserved connections and driver transactions counted. */
@@ -145,6 +145,42 @@ for (const mode of storeModes()) {
     t.equal(await monthOf(w, w.accountId), 2);
     const [claim] = await w.db.sql`select conversion_id from idempotency_keys where key = 'held'`;
     t.equal(claim!.conversion_id, 'conv_c0', 'the claim stays with its first conversion');
+  });
+
+  t.test(`${mode}: a member whose account is gone is refused alone, after the attempt at once`, async (t) => {
+    // Conversions have no foreign key on their account (migration 0016): the batch locks its
+    // accounts once and refuses the members of one deleted since its request was authenticated.
+    const w = await startWorld(mode);
+    t.teardown(() => w.close());
+    const { sql, calls } = counted(w);
+    const group = new GroupCommit(sql);
+    const { accountId: gone } = await w.newKey();
+    await w.db.sql`delete from accounts where id = ${gone}`;
+    const first = group.add(member('conv_e0', w.accountId)); // in flight: the next two wait and go together
+    const outcomes = await Promise.allSettled([
+      group.add(member('conv_e1', gone)),
+      group.add(member('conv_e2', w.accountId, { finished: true })),
+    ]);
+    await first;
+    t.equal(outcomes[0]!.status, 'rejected');
+    t.match((outcomes[0] as PromiseRejectedResult).reason, { code: 'unauthorized', status: 401 });
+    t.equal(outcomes[1]!.status, 'fulfilled', 'the other member is stored');
+    t.ok(calls.begin >= 1, 'the careful path decided');
+    t.same(await storedIds(w, gone), [], 'nothing stored for the account that is gone');
+    t.same(await storedIds(w, w.accountId), ['conv_e0', 'conv_e2']);
+    const left = await w.db.sql`select (select count(*)::int from files where account_id = ${gone}) as files,
+      (select count(*)::int from jobs where account_id = ${gone}) as jobs,
+      (select count(*)::int from ledger where conversion_id = 'conv_e1') as ledger,
+      (select count(*)::int from monthly_usage where account_id = ${gone}) as month`;
+    t.same(left[0], { files: 0, jobs: 0, ledger: 0, month: 0 }, 'no file, job, reservation or counter row for it');
+    const alone = await group.add(member('conv_e3', gone)).then(() => 'stored', (err: unknown) => err);
+    t.match(alone, { code: 'unauthorized' }, 'alone in its batch, the same');
+    const single = await insertConversion(w.db.sql, {
+      id: 'conv_e4', accountId: gone, name: 'a.pdf', endpoint: 'pdf', operation: 'parse', options: {}, metadata: null, store: false,
+      createdAt: new Date(), expiresAt: null, creditsReserved: 0,
+    }, []).then(() => 'stored', (err: unknown) => err);
+    t.match(single, { code: 'unauthorized' }, 'a conversion stored in a transaction of its own, the same');
+    t.same(await storedIds(w, gone), []);
   });
 
   t.test(`${mode}: a finished conversion of a subscribed account goes the careful way and queues its event`, async (t) => {
