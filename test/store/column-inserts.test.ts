@@ -1,5 +1,5 @@
 // Conversions and files are inserted one text array a column (store/db.ts textColumn), the
-// statement casting each column: whatever a client sends (names, Markdown, error details) must be
+// statement casting each column, files' contents one parameter each (insertFiles): whatever a client sends (names, Markdown, error details) must be
 // stored exactly as given, NULL must stay NULL and the string "null" a string, on Postgres and on
 // the embedded database alike.
 import { randomBytes } from 'node:crypto';
@@ -65,12 +65,35 @@ async function roundTrip(t: Test, db: Db): Promise<void> {
     files.map((_, i) => (i % 4 ? expires.toISOString() : null)), 'expiry from the conversion');
 }
 
+/** Batches of every size around the content places' powers of two (insertFiles): exactly the
+ *  rows given, each with its own content, none from the places past them. */
+async function batchSizes(t: Test, db: Db): Promise<void> {
+  await db.sql`insert into accounts (id, name, plan) values ('acct_s', 's', 'pro')`;
+  await insertConversions(db.sql, [{
+    id: 'conv_s', account_id: 'acct_s', name: 's', endpoint: null, operation: 'parse', status: 'completed', async_reason: null,
+    options: {}, metadata: null, store: true, credits_reserved: 0, credits_charged: 0, created_at: new Date(), completed_at: null, expires_at: null,
+  }]);
+  let position = 0;
+  for (const size of [1, 7, 8, 9, 16, 17, 40]) {
+    const files: NewFile[] = Array.from({ length: size }, (_, i) => ({
+      id: `file_s${size}_${i}`, position: position++, role: 'output', name: 'o.md', mime: 'text/markdown', bytes: 1,
+      content: i % 5 === 4 ? null : `content ${size}/${i} "q" \\ {,}`,
+    }));
+    await insertFiles(db.sql, files.map((file) => ({ conv: { id: 'conv_s', accountId: 'acct_s', expiresAt: null }, file })));
+    const stored = await db.sql`select id, content from files where id like ${`file_s${size}\_%`} order by position`;
+    t.same(stored.map((r) => [r.id, r.content]), files.map((f) => [f.id, f.content]), `${size} rows, each with its content`);
+  }
+  const [n] = await db.sql`select count(*)::int as n from files where conversion_id = 'conv_s'`;
+  t.equal(n!.n, 98, 'no row from the places past the rows');
+}
+
 t.test('on Postgres', async (t) => {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-columns-'));
   const db = await openDb({ databaseUrl: PG_URL, schema, dataDir, max: 2 });
   t.teardown(async () => { await db.close(); await dropSchema(schema); rmSync(dataDir, { recursive: true, force: true }); });
   await roundTrip(t, db);
+  await batchSizes(t, db);
 });
 
 t.test('on the embedded database', async (t) => {
@@ -79,4 +102,5 @@ t.test('on the embedded database', async (t) => {
   const db = await openDb({ dataDir });
   t.teardown(async () => { await db.close(); rmSync(dataDir, { recursive: true, force: true }); });
   await roundTrip(t, db);
+  await batchSizes(t, db);
 });
