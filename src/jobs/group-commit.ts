@@ -16,10 +16,10 @@
 // the transaction back with the writes, and the batch goes the careful way (`commitCarefully`),
 // where each decision is read before the writes: BEGIN; the accounts locked, the counter rows
 // made and locked (with the webhook subscribers, pipelined); the keys claimed; every write
-// pipelined, with the webhook events; COMMIT. Sent at once, and with the writes before the counters, an account's counter
-// row is locked only from its statement to the commit, not while Postgres inserts the batch's
-// rows nor for round trips to this process: a batch of another acceptor thread, or another
-// process, for the same account waits that much less (under scenario A's load, with the counters
+// pipelined, with the webhook events; COMMIT. Sent at once, and with the writes before the
+// counters, an account's counter row is locked only from its statement to the commit, not while
+// Postgres inserts the batch's rows nor for round trips to this process: a batch of another
+// acceptor thread, or another process, for the same account waits that much less (under scenario A's load, with the counters
 // first, 29–33 % of the samples of a backend not idle found it waiting for that lock; with the
 // writes first, 2–5 %). Statements are prepared (db.ts keeps the client's default).
 //
@@ -158,9 +158,9 @@ export class GroupCommit {
    */
   private async commitAtOnce(items: GroupedConversion[]): Promise<boolean> {
     try {
-      // The writes first: they lock nothing another transaction waits for (new rows; the key
-      // share their foreign keys take on accounts), and the counter rows, which every batch of
-      // the account needs, stay locked only from their statement to the commit.
+      // The accounts' key share, then the writes: they lock nothing another transaction waits
+      // for (new rows), and the counter rows, which every batch of the account needs, stay
+      // locked only from their statement to the commit.
       await atOnce(this.sql, (t) => [
         checkedAccounts(t, items).execute(),
         ...writes(t, items).map((q) => q.execute()),

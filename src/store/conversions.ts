@@ -70,7 +70,8 @@ export async function insertConversion(sql: Sql, c: NewConversion, files: NewFil
  * Locks the accounts that exist among `ids` until the transaction ends (FOR KEY SHARE, the lock a
  * foreign key's check takes: an account cannot be deleted under the conversions being inserted
  * for it) and returns them. Conversions have no foreign key on their account (migration 0016):
- * whoever inserts them calls this first, once per account.
+ * whoever inserts them locks their accounts first, with this or, in the group commit's batch sent
+ * at once, with the same lock in its check.
  */
 export async function lockAccounts(t: Sql, ids: string[]): Promise<Set<string>> {
   const rows = await t`select id from accounts where id = any(${t.array(ids)}::text[]) order by id for key share`;
@@ -82,8 +83,8 @@ export function accountGone(): ApiError {
   return new ApiError('unauthorized', 'The account of this API key no longer exists.');
 }
 
-/** Inserts conversion rows (at least one), one array a column (textColumn); their accounts
- *  locked first (lockAccounts). */
+/** Inserts conversion rows (at least one), one array a column (textColumn); the caller has
+ *  locked their accounts (lockAccounts). */
 export function insertConversions(t: Sql, rows: ConversionRow[]) {
   const c = (k: keyof ConversionRow) => textColumn(rows, (r) => r[k] as ColumnValue);
   return t`insert into conversions (id, account_id, name, endpoint, operation, status, async_reason, options, metadata, store,
@@ -246,7 +247,7 @@ export async function recordInTransaction(t: Sql, ...[conv, sourceId, outcome, g
   if (failed) throw failed.reason;
   const [before] = (lock as PromiseFulfilledResult<Array<{ completed_at?: Date | null }>>).value;
   const rolled = (rest[1] as PromiseFulfilledResult<RolledUp>).value;
-  if (before && before.completed_at === null && isTerminal(rolled.status)) {
+  if (before!.completed_at === null && isTerminal(rolled.status)) {
     await onTerminal?.(t, rolled.charged, rolled.status);
   }
   return rolled;
