@@ -19,9 +19,10 @@
 // pipelined, with the webhook events; COMMIT. Sent at once, and with the writes before the
 // counters, an account's counter row is locked only from its statement to the commit, not while
 // Postgres inserts the batch's rows nor for round trips to this process: a batch of another
-// acceptor thread, or another process, for the same account waits that much less (under scenario A's load, with the counters
-// first, 29–33 % of the samples of a backend not idle found it waiting for that lock; with the
-// writes first, 2–5 %). Statements are prepared (db.ts keeps the client's default).
+// acceptor thread, or another process, for the same account waits that much less (under
+// scenario A's load, with the counters first, 29–33 % of the samples of a backend not idle found
+// it waiting for that lock; with the writes first, 2–5 %). Statements are prepared (db.ts keeps
+// the client's default).
 //
 // What each member is promised is what its own transaction promised:
 // - the monthly allowance stays exact: the counter rows of the batch's accounts are locked (in

@@ -84,7 +84,7 @@ export function accountGone(): ApiError {
 }
 
 /** Inserts conversion rows (at least one), one array a column (textColumn); the caller has
- *  locked their accounts (lockAccounts). */
+ *  locked their accounts (lockAccounts, or the group commit's check of a batch sent at once). */
 export function insertConversions(t: Sql, rows: ConversionRow[]) {
   const c = (k: keyof ConversionRow) => textColumn(rows, (r) => r[k] as ColumnValue);
   return t`insert into conversions (id, account_id, name, endpoint, operation, status, async_reason, options, metadata, store,
