@@ -119,7 +119,6 @@ export async function handBack(sql: Sql, owner: string, ids?: string[]): Promise
  */
 export async function setProgress(sql: Sql, owner: string, id: string, done: number, total: number): Promise<void> {
   await answered(atOnce(sql, (t) => [
-    t`set local synchronous_commit = off`.execute(),
     t`update jobs set progress_done = ${done}, progress_total = ${total} where id = ${id} and lease_owner = ${owner}`.execute(),
-  ]));
+  ], { waitForDisk: false }));
 }

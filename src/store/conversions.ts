@@ -160,14 +160,13 @@ export async function startSource(sql: Sql, conversionId: string, sourceId: stri
   // The marks are committed without waiting for the disk: lost in a crash of the database, the
   // conversion reads queued again, as its job (claimed in a durable commit before) is run again;
   // the outcome's commit waits for the disk, and with it for everything written before it.
-  const [, , , rows] = await atOnce(sql, (t) => [
-    t`set local synchronous_commit = off`.execute(),
+  const [, , rows] = await atOnce(sql, (t) => [
     t`update conversions set status = 'running' where id = ${conversionId} and status = 'queued'`.execute(),
     t`update files set status = 'running' where id = ${sourceId} and status = 'queued'`.execute(),
     t`select f.id as source_id, f.name, f.mime, f.blob, f.position, f.credits, f.fetched_from, f.fetched_kind,
              c.id, c.account_id, coalesce(c.endpoint, c.name) as endpoint, c.options, c.operation, c.expires_at
       from files f join conversions c on c.id = f.conversion_id where f.id = ${sourceId}`.execute(),
-  ]);
+  ], { waitForDisk: false });
   return (rows as StartedSource[])[0];
 }
 

@@ -242,16 +242,20 @@ const ARRAY_SPECIAL = /[\\"]/g;
  * A transaction sent whole in one round trip: BEGIN, the statements `statements` issues (each
  * executed as it is made, in the order the server must run them) and COMMIT, with no decision
  * between them. A statement that fails makes Postgres answer the COMMIT with a rollback; its
- * error is thrown. Resolves with the statements' results, in order.
+ * error is thrown. Resolves with the statements' results, in order. `waitForDisk: false` commits
+ * without waiting for the WAL flush (asynchronous commit), for writes a crash of the database may
+ * lose: a job's marks and progress, which a durable commit after them covers or which only inform.
  */
-export async function atOnce(sql: Sql, statements: (t: Sql) => Array<PromiseLike<unknown>>): Promise<unknown[]> {
+export async function atOnce(sql: Sql, statements: (t: Sql) => Array<PromiseLike<unknown>>,
+  opts: { waitForDisk?: boolean } = {}): Promise<unknown[]> {
   const t = await sql.reserve();
   let failure: unknown;
   let sent: Array<PromiseLike<unknown>> = [];
   try {
-    const begun = t`begin`.execute();
+    const begun = [t`begin`.execute()];
+    if (opts.waitForDisk === false) begun.push(t`set local synchronous_commit = off`.execute());
     sent = statements(t as unknown as Sql);
-    failure = await firstFailure([begun, ...sent, t`commit`.execute()]);
+    failure = await firstFailure([...begun, ...sent, t`commit`.execute()]);
   } finally {
     if (!connectionClosed(failure)) t.release();
   }

@@ -1,7 +1,7 @@
 // Conversions and files are inserted one text array a column (store/db.ts textColumn), the
-// statement casting each column, files' contents one parameter each (insertFiles): whatever a client sends (names, Markdown, error details) must be
-// stored exactly as given, NULL must stay NULL and the string "null" a string, on Postgres and on
-// the embedded database alike.
+// statement casting each column, files' contents one parameter each (insertFiles): whatever a
+// client sends (names, Markdown, error details) must be stored exactly as given, NULL must stay
+// NULL and the string "null" a string, on Postgres and on the embedded database alike.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';

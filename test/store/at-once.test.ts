@@ -1,0 +1,44 @@
+// A transaction sent whole (store/db.ts atOnce): the statements' results come back in order, and
+// with `waitForDisk: false` its commit does not wait for the WAL flush (a job's marks and
+// progress) while the connection's other transactions still do. On Postgres and on the embedded
+// database alike.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import { atOnce, openDb, type Db } from '../../src/store/db.js';
+import { seedEmbedded } from '../helpers/embedded-template.js';
+import { dropSchema, PG_URL } from '../helpers/world.js';
+
+const setting = (rows: unknown): string => (rows as Array<{ s: string }>)[0]!.s;
+
+async function commits(t: Test, db: Db): Promise<void> {
+  const [first, second] = await atOnce(db.sql, (q) => [
+    q`select current_setting('synchronous_commit') as s`.execute(),
+    q`select 2 as s`.execute(),
+  ]);
+  t.equal(setting(first), 'on', 'a transaction waits for the disk unless told otherwise');
+  t.same(second, [{ s: 2 }], 'results in the order of the statements');
+  const current = (q: Db['sql']) => [q`select current_setting('synchronous_commit') as s`.execute()];
+  const [inside] = await atOnce(db.sql, current, { waitForDisk: false });
+  t.equal(setting(inside), 'off', 'waitForDisk: false commits without waiting for the disk');
+  const after = await Promise.all(Array.from({ length: 4 }, () => atOnce(db.sql, current)));
+  t.same(after.map(([r]) => setting(r)), ['on', 'on', 'on', 'on'], 'only that transaction: its connection waits again after it');
+}
+
+t.test('on Postgres', async (t) => {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-atonce-'));
+  const db = await openDb({ databaseUrl: PG_URL, schema, dataDir, max: 2 });
+  t.teardown(async () => { await db.close(); await dropSchema(schema); rmSync(dataDir, { recursive: true, force: true }); });
+  await commits(t, db);
+});
+
+t.test('on the embedded database', async (t) => {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-atonce-'));
+  await seedEmbedded(dataDir);
+  const db = await openDb({ dataDir });
+  t.teardown(async () => { await db.close(); rmSync(dataDir, { recursive: true, force: true }); });
+  await commits(t, db);
+});
