@@ -1,11 +1,11 @@
 # syntax=docker/dockerfile:1
 # docpipe's image. Three stages on Node 20 / Debian bookworm:
-# - build: every dependency, and the type check as a gate (the image is not built from code
-#   that does not type-check);
+# - build: every dependency, the type check as a gate (the image is not built from code that
+#   does not type-check), and the server compiled to dist/ as `npm start` compiles it first
+#   (scripts/build.mjs: the JavaScript with the SQL migrations and Lua scripts beside it);
 # - prod-deps: production dependencies only (`npm ci --omit=dev`);
-# - runtime: those node_modules plus the sources. The server runs its TypeScript through tsx,
-#   a production dependency, exactly as `npm start` does: nothing is compiled, so the SQL
-#   migrations and Lua scripts are read from src/ where they live.
+# - runtime: those node_modules, the compiled server, and the sources for the CLI (bin/docpipe.js
+#   runs them through tsx, a production dependency).
 # Data (embedded database, blobs, bodies being received) lives in the /data volume. The runtime
 # stage adds LibreOffice for the legacy Office formats.
 
@@ -20,7 +20,7 @@ COPY bin ./bin
 COPY scripts ./scripts
 COPY src ./src
 COPY test ./test
-RUN npm run typecheck
+RUN npm run typecheck && npm run build
 
 FROM node:20-bookworm-slim AS prod-deps
 WORKDIR /app
@@ -46,6 +46,7 @@ COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/src ./src
+COPY --from=build /app/dist ./dist
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
@@ -53,7 +54,7 @@ EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 STOPSIGNAL SIGTERM
-# Exec form: node is the process that receives SIGTERM (src/main.ts shuts down gracefully).
+# Exec form: node is the process that receives SIGTERM (main.ts shuts down gracefully).
 # The flags: the HTTP threads' young generation, collections without V8's helper threads, and
 # when a thread starts marking its old generation (README, "How work runs").
-CMD ["node", "--max-semi-space-size=32", "--single-threaded-gc", "--incremental-marking-soft-trigger=80", "--incremental-marking-hard-trigger=95", "--import=tsx", "src/main.ts"]
+CMD ["node", "--max-semi-space-size=32", "--single-threaded-gc", "--incremental-marking-soft-trigger=80", "--incremental-marking-hard-trigger=95", "dist/src/main.js"]

@@ -1,12 +1,12 @@
 // Runs docpipe for the bench the way it runs in production: the command `npm start` runs
-// (package.json: node, its flags, src/main.ts; the Dockerfile's CMD is the same) as a child
-// process, on the machine's real Postgres (a schema of its own, dropped at the end) and Redis
+// (package.json: node, its flags, dist/src/main.js; the Dockerfile's CMD is the same), built
+// from the sources as they are (scripts/build.mjs, once per bench process), as a child process, on the machine's real Postgres (a schema of its own, dropped at the end) and Redis
 // (a key prefix of its own, deleted at the end), a temp DATA_DIR, LOG_LEVEL=warn and
 // POOL_THREADS=2. The account and key are made with the admin functions before the first start:
 // plan max, credits granted through the ledger, and PLAN_OVERRIDES lifting the concurrency and
 // rate limits above anything the load can reach. Each scenario gets a fresh process (so RSS
 // readings start from a clean heap) on the same schema and account; --quick shares one.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -121,12 +121,25 @@ export interface Spawned extends Instance {
   kill(signal: NodeJS.Signals): void;
 }
 
+/** The server's entry as `npm start` runs it: compiled by its prestart (scripts/build.mjs). */
+export const SERVER_ENTRY = 'dist/src/main.js';
+
 /** The node flags `npm start` gives the server (package.json), which the image's CMD gives too. */
 export function serverNodeArgs(): string[] {
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
   const words = pkg.scripts.start.trim().split(/\s+/);
-  if (words[0] !== 'node' || words.at(-1) !== 'src/main.ts') throw new Error(`npm start is not "node <flags> src/main.ts": ${pkg.scripts.start}`);
+  if (words[0] !== 'node' || words.at(-1) !== SERVER_ENTRY) throw new Error(`npm start is not "node <flags> ${SERVER_ENTRY}": ${pkg.scripts.start}`);
   return words.slice(1, -1);
+}
+
+let built = false;
+
+/** Builds the server from the sources as they are now, as `npm start` does first (once per process). */
+function buildServer(): void {
+  if (built) return;
+  const run = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  if (run.status !== 0) throw new Error(`the server's build failed (${run.status ?? run.signal})`);
+  built = true;
 }
 
 /**
@@ -139,7 +152,8 @@ export async function spawnDocpipe(env: Record<string, string>, opts: { logDir: 
   const origin = `http://127.0.0.1:${port}`;
   const logFile = path.join(opts.logDir, `server-${port}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...serverNodeArgs(), 'src/main.ts'], {
+  buildServer();
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...serverNodeArgs(), SERVER_ENTRY], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'warn', LOG_PRETTY: '0', ...env, PORT: String(port) },

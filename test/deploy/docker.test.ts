@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { serverNodeArgs } from '../../bench/docpipe.js';
+import { SERVER_ENTRY, serverNodeArgs } from '../../bench/docpipe.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const read = (f: string): string => readFileSync(path.join(root, f), 'utf8');
@@ -82,7 +82,16 @@ t.test('the runtime stage runs as a non-root user with a health check and exec-f
   t.equal(cmd?.[0], 'node');
   t.notOk(cmd?.some((a) => /\bnpm\b/.test(a)), 'no npm between docker and node');
   const entry = cmd?.find((a) => a.endsWith('.ts') || a.endsWith('.js'));
-  t.ok(entry && existsSync(path.join(root, entry)), `the entry ${entry} exists`);
+  if (entry?.startsWith('dist/')) {
+    // Compiled in the build stage (scripts/build.mjs: dist/src/x.js from src/x.ts) and copied over.
+    const source = entry.slice('dist/'.length).replace(/\.js$/, '.ts');
+    t.ok(existsSync(path.join(root, source)), `the entry ${entry} is compiled from ${source}, which exists`);
+    const from = final.map((s) => (s.op === 'COPY' ? /--from=(\S+)\s+\S*\bdist\b/.exec(s.args)?.[1] : undefined)).find(Boolean);
+    const stage = stages.findIndex((s) => s.name === from);
+    t.ok(stage >= 0, 'the runtime stage copies dist/ from another stage');
+    t.match(steps.filter((s) => s.stage === stage && s.op === 'RUN').map((s) => s.args).join('\n'), /npm run build/,
+      'and that stage built it');
+  } else t.ok(entry && existsSync(path.join(root, entry)), `the entry ${entry} exists`);
   const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
   if (cmd?.includes('--import=tsx')) t.ok(pkg.dependencies.tsx, 'tsx is a production dependency');
 });
@@ -91,7 +100,7 @@ t.test('the image, npm start and the bench launch the server with the same node 
   const cmd = execForm(one('CMD')?.args ?? '') ?? [];
   const pkg = JSON.parse(read('package.json')) as { scripts: { start: string } };
   t.same(cmd, pkg.scripts.start.trim().split(/\s+/), 'the CMD is the start script');
-  t.same(['node', ...serverNodeArgs(), 'src/main.ts'], cmd, 'the bench runs what the image runs');
+  t.same(['node', ...serverNodeArgs(), SERVER_ENTRY], cmd, 'the bench runs what the image runs');
   // The HTTP threads' young generation, V8's collections without helper threads and when marking
   // starts (README, "How work runs"): the main thread's heap can only be set at launch, and every
   // thread takes the process's flags.
