@@ -50,7 +50,7 @@ try {
   // the server's request code are the acceptors.
   const profiles = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
     .map((f) => ({ file: path.join(dir, f), profile: JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as Profile }));
-  const acceptors = profiles.filter((p) => p.profile.nodes.some((n) => n.callFrame.url.endsWith('src/server/respond.ts')));
+  const acceptors = profiles.filter((p) => p.profile.nodes.some((n) => /src\/server\/respond\.(ts|js)$/.test(n.callFrame.url)));
   if (acceptors.length === 0) throw new Error('no profile of an acceptor (was the server stopped with a signal it could not handle?)');
   for (const a of acceptors) {
     console.table(topSelf(a.profile, 25));
