@@ -135,7 +135,7 @@ export function serverNodeArgs(): string[] {
 let built = false;
 
 /** Builds the server from the sources as they are now, as `npm start` does first (once per process). */
-function buildServer(): void {
+export function buildServer(): void {
   if (built) return;
   const run = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
   if (run.status !== 0) throw new Error(`the server's build failed (${run.status ?? run.signal})`);
