@@ -1,6 +1,7 @@
 // Runs docpipe for the bench the way it runs in production: the command `npm start` runs
 // (package.json: node, its flags, dist/src/main.js; the Dockerfile's CMD is the same), built
-// from the sources as they are (scripts/build.mjs, once per bench process), as a child process, on the machine's real Postgres (a schema of its own, dropped at the end) and Redis
+// from the sources as they are (scripts/build.mjs, once per bench process), as a child
+// process, on the machine's real Postgres (a schema of its own, dropped at the end) and Redis
 // (a key prefix of its own, deleted at the end), a temp DATA_DIR, LOG_LEVEL=warn and
 // POOL_THREADS=2. The account and key are made with the admin functions before the first start:
 // plan max, credits granted through the ledger, and PLAN_OVERRIDES lifting the concurrency and
