@@ -2,7 +2,7 @@
 // (prestart), by the image's build stage and by the bench. `node scripts/build.mjs [out dir]`,
 // dist/ by default; the output mirrors the sources (dist/src/main.js is src/main.ts), with the
 // files that are not TypeScript (SQL migrations, Lua scripts) copied beside the code that reads
-// them, and nothing else: a file whose source is gone is removed.
+// them, and nothing else: a file whose source is gone is removed from the output.
 //
 // Why the server does not run its sources through tsx, as the CLI and the tests do: tsx compiles
 // with esbuild's keepNames, which wraps every function and class in a call that redefines its
@@ -20,7 +20,14 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const out = path.resolve(process.argv[2] ?? path.join(root, 'dist'));
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+let tsc;
+try {
+  tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+} catch {
+  // `npm ci --omit=dev` leaves the compiler out: the image builds dist/ in a stage that has it.
+  console.error('build: the TypeScript compiler is not installed (a development dependency: run `npm ci`)');
+  process.exit(1);
+}
 
 const buildInfo = path.join(out, '.tsbuildinfo');
 
