@@ -5,22 +5,21 @@
 // loading their compiled entries.
 import t from 'tap';
 import type { Test } from 'tap';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import postgres from 'postgres';
 import { Redis } from 'ioredis';
-import { PG_URL } from '../helpers/world.js';
+import { deletePrefix, dropSchema, PG_URL, REDIS_URL } from '../helpers/world.js';
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { openDb } from '../../src/store/db.js';
 import { createAccount, createKey, SCOPES } from '../../src/store/accounts.js';
 import { requestsByAcceptor } from '../../src/server/metrics.js';
 import { SERVER_ENTRY, serverNodeArgs } from '../../bench/docpipe.js';
 import { buildReportPdf, REPORT } from '../fixtures/build/pdf.js';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 // Inside the checkout (dist/ is not tracked), so the compiled code finds node_modules as
 // dist/src does; a directory of this test's own, so a developer's dist/ is left alone.
@@ -48,28 +47,11 @@ t.test('the build mirrors src/ in JavaScript, with the files that are not TypeSc
   t.ok(existsSync(path.join(out, 'src', 'main.js')), 'output removed since the last build is made again');
 });
 
-interface Started { port: number; printed: string; exited: Promise<number | null>; stop(): Promise<number | null> }
-
 /** Starts the compiled entry with `npm start`'s flags; resolves once it listens. */
-function startBuilt(t: Test, env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, [...serverNodeArgs(), path.join(out, 'src', 'main.js')], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_PRETTY: '0', POOL_THREADS: '1', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-  let printed = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start: ${printed}`)), 60_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      printed += d.toString();
-      const m = /"port":(\d+)/.exec(printed);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ port: Number(m[1]), printed, exited, stop: () => { child.kill('SIGTERM'); return exited; } });
-      }
-    });
-  });
+async function startBuilt(t: Test, env: Record<string, string>): Promise<ServerProcess> {
+  const server = await startServerProcess([...serverNodeArgs(), path.join(out, 'src', 'main.js')], { POOL_THREADS: '1', ...env });
+  t.teardown(() => { if (server.child.exitCode === null) server.child.kill('SIGKILL'); });
+  return server;
 }
 
 /** A Markdown render on a connection of its own; its status and HTML. */
@@ -109,13 +91,10 @@ t.test('the compiled server on Postgres and Redis serves from two acceptor threa
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const prefix = `test:build:${randomBytes(4).toString('hex')}:`;
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-built-'));
-  const admin = postgres(PG_URL, { max: 1, onnotice: () => {} });
   t.teardown(async () => {
-    await admin.unsafe(`drop schema if exists "${schema}" cascade`);
-    await admin.end();
+    await dropSchema(schema);
     const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length) await redis.del(...keys);
+    await deletePrefix(redis, prefix);
     redis.disconnect();
     rmSync(dataDir, { recursive: true, force: true });
   });

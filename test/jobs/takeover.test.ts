@@ -1,32 +1,21 @@
 import t from 'tap';
 import type { Test } from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
 import { Redis } from 'ioredis';
-import { PG_URL } from '../helpers/world.js';
+import { deletePrefix, dropSchema, PG_URL, REDIS_URL } from '../helpers/world.js';
 import { openDb } from '../../src/store/db.js';
 import { createAccount, createKey, SCOPES } from '../../src/store/accounts.js';
 import { grantCredits } from '../../src/billing/ledger.js';
 import { buildScanPdf } from '../fixtures/build/pdf.js';
+import { SOURCE_ENTRY, startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-
-function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import=tsx', 'src/main.ts'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-    let buf = '';
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${buf}`)), 30_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const m = /"port":(\d+)/.exec(buf);
-      if (m) { clearTimeout(timer); resolve({ child, port: Number(m[1]) }); }
-    });
-    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${buf}`)));
-  });
+/** A docpipe process from its sources, with `env` (the test's store and settings). */
+function startServer(env: Record<string, string>): Promise<ServerProcess> {
+  return startServerProcess(SOURCE_ENTRY, env, 30_000);
 }
 
 async function setup(t: Test) {
@@ -45,12 +34,9 @@ async function setup(t: Test) {
   t.teardown(async () => {
     for (const c of children) c.kill('SIGKILL');
     await db.close();
-    const sql = postgres(PG_URL, { max: 1, onnotice: () => {} });
-    await sql.unsafe(`drop schema if exists "${schema}" cascade`);
-    await sql.end();
+    await dropSchema(schema);
     const redis = new Redis(REDIS_URL);
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length) await redis.del(...keys);
+    await deletePrefix(redis, prefix);
     redis.disconnect();
     rmSync(dataDir, { recursive: true, force: true });
   });

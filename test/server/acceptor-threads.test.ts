@@ -2,7 +2,7 @@
 // and what is per process keeps its meaning — a rate limit is per account whichever thread
 // counts it, progress streams and webhooks work from any thread, /metrics answers for the
 // process, and a stopping server answers (or hands back) the requests every thread holds.
-import { spawn } from 'node:child_process';
+import { SOURCE_ENTRY, startServerProcess } from '../helpers/server-process.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -167,22 +167,9 @@ t.test('SIGTERM to a server of two acceptor threads answers every waiting reques
   t.teardown(async () => { await db.close(); await dropSchema(schema); rmSync(dataDir, { recursive: true, force: true }); });
   const account = await createAccount(db.sql, { name: 'sigterm', plan: 'pro' });
   const { key } = await createKey(db.sql, account.id, SCOPES);
-  const child = spawn(process.execPath, ['--import=tsx', 'src/main.ts'], {
-    env: {
-      ...process.env, DATABASE_URL: PG_URL, DATABASE_SCHEMA: schema, REDIS_URL: '', DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1',
-      LOG_LEVEL: 'info', LOG_PRETTY: '0', HTTP_THREADS: '2', POOL_THREADS: '1', SHUTDOWN_GRACE_S: '1',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  let out = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 60_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /"port":(\d+)/.exec(out);
-      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
-    });
+  const { child, port, exited } = await startServerProcess(SOURCE_ENTRY, {
+    DATABASE_URL: PG_URL, DATABASE_SCHEMA: schema, REDIS_URL: '', DATA_DIR: dataDir,
+    LOG_LEVEL: 'info', HTTP_THREADS: '2', POOL_THREADS: '1', SHUTDOWN_GRACE_S: '1',
   });
   const w = { url: `http://127.0.0.1:${port}`, key } as World;
   await spread(w);

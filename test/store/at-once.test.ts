@@ -2,14 +2,9 @@
 // with `waitForDisk: false` its commit does not wait for the WAL flush (a job's marks and
 // progress) while the connection's other transactions still do. On Postgres and on the embedded
 // database alike.
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import t, { type Test } from 'tap';
-import { atOnce, openDb, type Db } from '../../src/store/db.js';
-import { seedEmbedded } from '../helpers/embedded-template.js';
-import { dropSchema, PG_URL } from '../helpers/world.js';
+import { atOnce, type Db } from '../../src/store/db.js';
+import { ownStore } from '../helpers/world.js';
 
 const setting = (rows: unknown): string => (rows as Array<{ s: string }>)[0]!.s;
 
@@ -28,17 +23,9 @@ async function commits(t: Test, db: Db): Promise<void> {
 }
 
 t.test('on Postgres', async (t) => {
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-atonce-'));
-  const db = await openDb({ databaseUrl: PG_URL, schema, dataDir, max: 2 });
-  t.teardown(async () => { await db.close(); await dropSchema(schema); rmSync(dataDir, { recursive: true, force: true }); });
-  await commits(t, db);
+  await commits(t, await ownStore(t, 'atonce', 2));
 });
 
 t.test('on the embedded database', async (t) => {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'docpipe-atonce-'));
-  await seedEmbedded(dataDir);
-  const db = await openDb({ dataDir });
-  t.teardown(async () => { await db.close(); rmSync(dataDir, { recursive: true, force: true }); });
-  await commits(t, db);
+  await commits(t, await ownStore(t, 'atonce', 1, 'embedded'));
 });
