@@ -34,25 +34,23 @@ interface RateCall {
   reject(err: unknown): void;
 }
 
-// Next to this file when run from source; dist/ builds may not copy .lua files, so fall back to
-// the source tree (dist/src/billing -> src/billing).
-const LUA_DIRS = [new URL('./lua/', import.meta.url), new URL('../../../src/billing/lua/', import.meta.url)];
+// Next to this file, from the sources and in the build alike (scripts/build.mjs copies them).
+const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 
 let scripts: Map<string, Script> | undefined;
 
 /** Reads every `<name>-<nKeys>.lua` once; the number of keys comes from the file name. */
 function loadScripts(): Map<string, Script> {
   if (scripts) return scripts;
-  const dir = LUA_DIRS.map((u) => fileURLToPath(u)).find((d) => existsSync(d));
-  if (!dir) throw new Error('billing: the lua/ scripts directory was not found next to redis-gate');
+  if (!existsSync(LUA_DIR)) throw new Error(`billing: the lua/ scripts directory ${LUA_DIR} was not found next to redis-gate`);
   const found = new Map<string, Script>();
-  for (const file of readdirSync(dir)) {
+  for (const file of readdirSync(LUA_DIR)) {
     const m = /^([a-z]+)-(\d+)\.lua$/.exec(file);
     if (!m) continue;
     found.set(m[1]!, {
       command: `docpipeBilling_${m[1]}`,
       numberOfKeys: Number(m[2]),
-      lua: readFileSync(dir + file, 'utf8'),
+      lua: readFileSync(LUA_DIR + file, 'utf8'),
     });
   }
   scripts = found;
