@@ -42,6 +42,9 @@ export interface Executor {
   queued(): number;
   /** True when the queue is past its high-water mark: new work should wait in the job table. */
   saturated?(): boolean;
+  /** Calls `listener` after anything that may have changed `queued()` or `saturated()`: a task
+   *  queued, started or ended. */
+  onChange?(listener: () => void): void;
   close(): Promise<void>;
 }
 

@@ -88,6 +88,7 @@ export class PoolExecutor implements Executor {
   private readonly pool: Piscina<WorkerRequest | CountRequest, WorkerReply | CountReply>;
   private readonly allowTestModules: boolean;
   private running = 0;
+  private readonly listeners: Array<() => void> = [];
   private closing: Promise<void> | undefined;
 
   constructor(private settings: ExecutorSettings, opts: PoolOptions = {}) {
@@ -160,7 +161,9 @@ export class PoolExecutor implements Executor {
       };
       let reply: WorkerReply;
       try {
-        reply = await this.pool.run(request, { transferList: [port2], signal: stop.signal }) as WorkerReply;
+        const ran = this.pool.run(request, { transferList: [port2], signal: stop.signal });
+        this.changed();
+        reply = await ran as WorkerReply;
       } catch (err) {
         throw this.failure(err, timedOut, signal.aborted);
       }
@@ -170,6 +173,7 @@ export class PoolExecutor implements Executor {
     } finally {
       clearTimeout(timer);
       if (started) this.running--;
+      this.changed();
       signal.removeEventListener('abort', onAbort);
       port1.close();
       // A terminated thread could not stop what it started (a LibreOffice run): its groups go here.
@@ -190,11 +194,14 @@ export class PoolExecutor implements Executor {
     const timer = setTimeout(() => { timedOut = true; stop.abort(); }, this.taskTimeoutMs);
     let reply: CountReply;
     try {
-      reply = await this.pool.run({ count: stripTestModule(task) }, { signal: stop.signal }) as CountReply;
+      const counted = this.pool.run({ count: stripTestModule(task) }, { signal: stop.signal });
+      this.changed();
+      reply = await counted as CountReply;
     } catch (err) {
       throw this.failure(err, timedOut, false);
     } finally {
       clearTimeout(timer);
+      this.changed();
     }
     if (!reply.ok) throw revive(reply.error);
     return reply.count;
@@ -218,6 +225,16 @@ export class PoolExecutor implements Executor {
   /** True when the queue has reached its high-water mark. */
   saturated(): boolean {
     return this.queued() >= this.highWaterMark;
+  }
+
+  /** Called after a task is queued and after one ends: a thread it freed takes the next at once.
+   *  (A thread replaced after a crash takes from the queue later, unseen here.) */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(): void {
+    for (const listener of this.listeners) listener();
   }
 
   close(): Promise<void> {

@@ -168,6 +168,10 @@ t.test('queued() counts waiting tasks, saturated() turns on at the high-water ma
   t.teardown(() => held.close());
   const release = path.join(dir, 'release-queued');
   t.equal((await bothThreads(held)).size, 2, 'both threads are up');
+  // What a listener reads each time the pool says its state may have changed (the acceptors'
+  // copy of it is written so): the last reading must always be the state.
+  const seen: Array<[number, boolean]> = [];
+  held.onChange(() => seen.push([held.queued(), held.saturated()]));
   const slow = () => held.run(stub('counter', JSON.stringify({ until: release })), live());
   const running = [slow(), slow()];
   for (let i = 0; i < 3000 && held.busy() < 2; i++) await sleep(20);
@@ -180,14 +184,17 @@ t.test('queued() counts waiting tasks, saturated() turns on at the high-water ma
   for (let i = 0; i < 3000 && held.queued() < 2; i++) await sleep(10);
   t.equal(held.queued(), 2);
   t.ok(held.saturated());
+  t.same(seen.at(-1), [2, true], 'the listener heard of the queue reaching the mark');
   dropped.abort();
   await t.rejects(waiting[1]!, { message: 'The conversion was cancelled.' }, 'a queued task can be dropped');
   t.equal(held.queued(), 1);
   t.notOk(held.saturated());
+  t.same(seen.at(-1), [1, false], 'and of a queued task dropped');
   writeFileSync(release, '');
   await Promise.all([...running, waiting[0]!]);
   t.equal(held.queued(), 0);
   t.equal(held.busy(), 0);
+  t.same(seen.at(-1), [0, false], 'and of the queue emptied as the threads finished');
 });
 
 t.test('set-up runs once per thread, not once per task', async (t) => {
