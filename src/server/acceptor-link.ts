@@ -88,6 +88,20 @@ export class AcceptorHub {
     this.jobs = jobs;
   }
 
+  /**
+   * Keeps the pool's state in shared memory current until the returned stop is called: written
+   * whenever the executor says it may have changed, and every `backstopMs` for what the executor
+   * does unseen (a pool thread replaced after a crash taking queued work). The state was copied
+   * every 20 ms once: about 5 ms of the main thread's CPU a second, idle or not.
+   */
+  follow(backstopMs = 1_000): () => void {
+    this.refresh();
+    this.parts.executor.onChange?.(() => this.refresh());
+    const backstop = setInterval(() => this.refresh(), backstopMs);
+    backstop.unref();
+    return () => clearInterval(backstop);
+  }
+
   /** The pool's state as acceptors read it; call after anything that may change it. */
   refresh(): void {
     Atomics.store(this.pool, SATURATED, this.parts.executor.saturated?.() ? 1 : 0);

@@ -49,10 +49,6 @@ export interface StartOptions {
 /** How long, after the jobs are settled or handed back, a stopping server waits for its
  *  requests in flight to be answered. */
 const ANSWER_GRACE_MS = 5_000;
-/** The pool's state was copied every 20 ms once: about 5 ms of this thread's CPU a second, idle
- *  or not. It is copied as it changes now; this only bounds how stale what the pool changes
- *  unseen can be. */
-const POOL_STATE_BACKSTOP_MS = 1_000;
 
 export async function startApp(config: Config, opts: StartOptions = {}): Promise<RunningApp> {
   const log = opts.log ?? createLogger(config.logLevel);
@@ -92,23 +88,18 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   });
   const { deps } = acceptor;
   let threads: AcceptorThreads | undefined;
-  let poolState: NodeJS.Timeout | undefined;
+  let unfollow: (() => void) | undefined;
   if (hub) {
     hub.serve({ runner: deps.conversions.runner!, audit: deps.conversions.audit });
-    // The acceptors read whether the pool is saturated from memory this thread keeps current:
-    // written as the pool's queue changes, and every POOL_STATE_BACKSTOP_MS for what the pool
-    // does unseen (a thread replaced after a crash taking queued work).
-    hub.refresh();
-    executor.onChange?.(() => hub.refresh());
-    poolState = setInterval(() => hub.refresh(), POOL_STATE_BACKSTOP_MS);
-    poolState.unref();
+    // The acceptors read whether the pool is saturated from memory this thread keeps current.
+    unfollow = hub.follow();
     try {
       threads = await startAcceptorThreads(extra, config, acceptor.port, hub, {
         owner: deps.conversions.runner!.owner, sharedGate: !config.redisUrl, commitTurn, log,
       });
     } catch (err) {
       acceptor.stopListening();
-      clearInterval(poolState);
+      unfollow?.();
       await Promise.allSettled([executor.close(), gate.close(), webhooks.sender.close()]);
       if (!opts.db) await db.close();
       throw err;
@@ -142,7 +133,7 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
     await acceptor.idle(ANSWER_GRACE_MS);
     acceptor.closeConnections();
     await drained;
-    clearInterval(poolState);
+    unfollow?.();
     await sweeper.stop();
     await webhooks.stop();
     await executor.close();

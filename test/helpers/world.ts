@@ -200,6 +200,7 @@ export class HeldExecutor implements Executor {
   private readonly inner = new InlineExecutor({ tmpDir: this.tmpDir, allowPrivateNetwork: false });
   private held = false;
   private waiting: Array<() => void> = [];
+  private listeners: Array<() => void> = [];
 
   hold(): void {
     this.held = true;
@@ -208,6 +209,7 @@ export class HeldExecutor implements Executor {
   release(): void {
     this.held = false;
     for (const go of this.waiting.splice(0)) go();
+    this.changed();
   }
 
   /** Tasks waiting for release(). */
@@ -219,6 +221,7 @@ export class HeldExecutor implements Executor {
     if (this.held) {
       await new Promise<void>((resolve) => {
         this.waiting.push(resolve);
+        this.changed();
         signal.addEventListener('abort', () => resolve(), { once: true });
       });
     }
@@ -232,6 +235,15 @@ export class HeldExecutor implements Executor {
   /** Saturated (as a full pool would be) while held with at least one task waiting. */
   saturated(): boolean {
     return this.held && this.waiting.length > 0;
+  }
+
+  /** As the pool's: told when saturated() may have changed (a task held, or all released). */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(): void {
+    for (const listener of this.listeners) listener();
   }
 
   async close(): Promise<void> {

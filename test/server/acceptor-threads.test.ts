@@ -135,6 +135,34 @@ t.test('progress streams, webhooks and /metrics work from any thread', async (t)
   t.equal(answered.reduce((n, m) => n + Number(m[1]), 0), ids.length, 'and every submit, whichever thread answered it');
 });
 
+t.test('every thread answers 202 capacity as soon as the pool is full', async (t) => {
+  // The acceptor threads read the pool's state from memory the main thread writes as the pool
+  // changes: a submit on any thread right after the pool filled must not be queued behind it.
+  const held = new HeldExecutor();
+  const w = await startWorld('postgres', { HTTP_THREADS: '2' }, { executor: held });
+  t.teardown(async () => { await w.close(); await held.close(); });
+  await spread(w);
+  // A plan whose concurrency takes the seventeen conversions (the queued ones hold theirs).
+  const { key } = await w.newKey({ plan: 'max' });
+  held.hold();
+  const first = await fresh(w, 'POST', '/v1/convert/text?wait=0', { json: { text: 'holds the pool' }, key });
+  t.equal(first.status, 202);
+  t.equal(await eventually(async () => held.waitingTasks > 0, true, 30_000), true, 'its job holds the pool');
+  const before = await byAcceptor(w);
+  // Sixteen connections: both threads get some (all on one would take odds of one in 2^15).
+  // A thread that missed the change would run the job and answer wait_timeout after 5 s.
+  const answers = await Promise.all(Array.from({ length: 16 }, (_, i) =>
+    fresh(w, 'POST', '/v1/convert/text?wait=5', { json: { text: `after the pool filled ${i}` }, key })));
+  const after = await byAcceptor(w);
+  const reasons = answers.map((a) => `${a.status} ${(JSON.parse(a.body) as { async_reason?: string }).async_reason}`);
+  t.same(reasons, Array(16).fill('202 capacity'), 'every submit answered 202 capacity');
+  // Between the two reads: the sixteen submits and the first read's own request.
+  for (const thread of [0, 1]) {
+    t.ok((after.get(thread) ?? 0) - (before.get(thread) ?? 0) >= 2, `acceptor ${thread} answered some of them`);
+  }
+  held.release();
+});
+
 t.test('a stopping server answers the waiting requests of every thread, or hands their work back', async (t) => {
   // Holds its tasks without reporting the pool full, so that every request waits.
   const held = Object.assign(new HeldExecutor(), { saturated: () => false });
