@@ -92,7 +92,7 @@ export class AcceptorHub {
    * Keeps the pool's state in shared memory current until the returned stop is called: written
    * whenever the executor says it may have changed, and every `backstopMs` for what the executor
    * does unseen (a pool thread replaced after a crash taking queued work). The state was copied
-   * every 20 ms once: about 5 ms of the main thread's CPU a second, idle or not.
+   * every 20 ms once: about 4 ms of the main thread's CPU a second, idle or not.
    */
   follow(backstopMs = 1_000): () => void {
     this.refresh();
