@@ -43,7 +43,8 @@ export interface Executor {
   /** True when the queue is past its high-water mark: new work should wait in the job table. */
   saturated?(): boolean;
   /** Calls `listener` after anything that may have changed `queued()` or `saturated()`: a task
-   *  queued, started or ended. */
+   *  queued, started or ended. An executor that can be saturated reports here: the acceptor
+   *  threads' copy of its state is written from these calls (AcceptorHub.follow). */
   onChange?(listener: () => void): void;
   close(): Promise<void>;
 }

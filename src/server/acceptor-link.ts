@@ -90,9 +90,11 @@ export class AcceptorHub {
 
   /**
    * Keeps the pool's state in shared memory current until the returned stop is called: written
-   * whenever the executor says it may have changed, and every `backstopMs` for what the executor
-   * does unseen (a pool thread replaced after a crash taking queued work). The state was copied
-   * every 20 ms once: about 4 ms of the main thread's CPU a second, idle or not.
+   * whenever the executor says it may have changed (Executor.onChange: the one writer, whoever
+   * queued the work, an acceptor's count or job or this thread's own), and every `backstopMs`
+   * for what the executor does unseen (a pool thread replaced after a crash taking queued work).
+   * The state was copied every 20 ms once: about 4 ms of the main thread's CPU a second, idle or
+   * not.
    */
   follow(backstopMs = 1_000): () => void {
     this.refresh();
@@ -102,8 +104,8 @@ export class AcceptorHub {
     return () => clearInterval(backstop);
   }
 
-  /** The pool's state as acceptors read it; call after anything that may change it. */
-  refresh(): void {
+  /** The pool's state as acceptors read it. */
+  private refresh(): void {
     Atomics.store(this.pool, SATURATED, this.parts.executor.saturated?.() ? 1 : 0);
     Atomics.store(this.pool, QUEUED, this.parts.executor.queued());
   }
@@ -166,22 +168,17 @@ export class AcceptorHub {
 
   private async answer(port: MessagePort, m: Call): Promise<unknown> {
     switch (m.op) {
-      case 'count':
-        try {
-          const ex = this.parts.executor;
-          return await (ex.count ? ex.count(m.task) : countTask(m.task));
-        } finally {
-          this.refresh();
-        }
+      case 'count': {
+        const ex = this.parts.executor;
+        return await (ex.count ? ex.count(m.task) : countTask(m.task));
+      }
       case 'runClaimed': {
         const started = await this.jobs!.runner.startClaimed(m.jobs);
         for (const { id, done } of started) {
           void done.then((outcome) => {
-            this.refresh();
             if (this.ports.has(port)) port.postMessage({ ev: 'jobDone', id, outcome } satisfies Down);
           });
         }
-        this.refresh();
         return started.map((s) => s.id);
       }
       case 'gate': {
