@@ -52,11 +52,13 @@ export async function outputFiles(ctx: Pick<ConversionContext, 'blobs'>, account
     const bytes = Buffer.byteLength(o.content);
     let blob: string | null = null;
     if (bytes > ROW_CONTENT_BYTES) blob = outputBlob(ctx.blobs, accountId, s.id, k);
-    if (blob && result.staged?.includes(k) && stage[k]) {
-      staged.push(stage[k]!);
-    } else if (blob) {
+    if (blob) {
       try {
-        staged.push(await ctx.blobs.stageContent(blob, o.content));
+        if (result.staged?.includes(k) && stage[k]) {
+          // Written by the pool thread: on the disk before its row, as staging does.
+          staged.push(stage[k]!);
+          await ctx.blobs.flushStaged(stage[k]!);
+        } else staged.push(await ctx.blobs.stageContent(blob, o.content));
       } catch (err) {
         await ctx.blobs.discard(staged);
         throw err;

@@ -9,8 +9,21 @@
 // leaves in pending/ is resolved by the row alone (resolvePending): placed when its row exists,
 // removed when it does not. A pending entry is `<encoded name>~<token>`: one per attempt, so two
 // attempts at the same blob never touch each other's file.
+//
+// A committed row promises its blob's bytes: Postgres's commit waits for its own WAL only, and
+// the kernel holds written pages for up to half a minute before it writes them back, so a power
+// cut after the commit could leave a finished conversion whose document is empty or gone. So a
+// blob is on the disk before its row's transaction starts:
+// - staging flushes the file's bytes (fdatasync), then pending/ (fsync, for the new name);
+// - an upload's part written in its place is flushed there before its row, with the
+//   directories it was made in (flushPlaced);
+// - the outputs a pool thread wrote to pending/ are flushed here (flushStaged), off that
+//   thread, which goes on to its next conversion instead of waiting for the disk.
+// Placing after the commit needs no flush: a rename a crash undid leaves the blob in pending/,
+// where the sweep finds its row and places it again. Flushes of one directory asked for while
+// another runs are one fsync after it (flushDir): concurrent submits share it.
 import { mkdirSync } from 'node:fs';
-import { readdir, rename, rm, stat, unlink, writeFile, copyFile } from 'node:fs/promises';
+import { open, readdir, rename, rm, stat, unlink, writeFile, copyFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -20,10 +33,42 @@ export interface Pending {
   path: string;
 }
 
+/** How bytes and names reach the disk. A test wraps it to see what was flushed, and when. */
+export interface DiskFlush {
+  /** The file's bytes (fdatasync). */
+  file(file: string): Promise<void>;
+  /** The directory's entries (fsync): a name made or renamed in it survives a crash. */
+  dir(dir: string): Promise<void>;
+}
+
+/** fdatasync and fsync through a descriptor opened for reading (Linux flushes through any). */
+export const diskFlush: DiskFlush = {
+  file: (file) => flushed(file, (fh) => fh.datasync()),
+  dir: (dir) => flushed(dir, (fh) => fh.sync()),
+};
+
+async function flushed(p: string, flush: (fh: Awaited<ReturnType<typeof open>>) => Promise<void>): Promise<void> {
+  const fh = await open(p, 'r');
+  try {
+    await flush(fh);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** A directory's flush: the one running, and the next, shared by whoever asks before it starts. */
+interface DirFlush {
+  running?: Promise<void>;
+  next?: Promise<void>;
+}
+
 export class Blobs {
   readonly tmpDir: string;
   readonly root: string;
   readonly pendingDir: string;
+  /** Replaceable (tests see the order of flushes and commits through it). */
+  flush: DiskFlush = diskFlush;
+  private dirFlushes = new Map<string, DirFlush>();
 
   constructor(dataDir: string) {
     this.tmpDir = path.resolve(dataDir, 'tmp');
@@ -76,14 +121,17 @@ export class Blobs {
     return { name, path: path.join(this.pendingDir, `${encodeURIComponent(name)}~${randomBytes(6).toString('hex')}`) };
   }
 
-  /** Moves a received temp file to pending/ as blob `name`, before its row's transaction. */
+  /** Moves a received temp file to pending/ as blob `name`, on the disk, before its row's
+   *  transaction; nothing is left in pending/ on failure. */
   async stage(tmpPath: string, name: string): Promise<Pending> {
     const p = this.pendingEntry(name);
     await moveFile(tmpPath, p.path);
+    await this.flushStaged(p);
     return p;
   }
 
-  /** Writes blob `name` to pending/, before its row's transaction; no partial file on failure. */
+  /** Writes blob `name` to pending/, on the disk, before its row's transaction; no partial file
+   *  on failure. */
   async stageContent(name: string, content: string | Buffer): Promise<Pending> {
     const p = this.pendingEntry(name);
     try {
@@ -92,7 +140,59 @@ export class Blobs {
       await rm(p.path, { force: true });
       throw err;
     }
+    await this.flushStaged(p);
     return p;
+  }
+
+  /** Flushes a blob written to pending/ (by staging, or by a pool thread): its bytes, then its
+   *  name; removed when either fails. */
+  async flushStaged(p: Pending): Promise<void> {
+    try {
+      await this.flush.file(p.path);
+      await this.flushDir(this.pendingDir);
+    } catch (err) {
+      await rm(p.path, { force: true });
+      throw err;
+    }
+  }
+
+  /**
+   * Flushes blob `name`, written in its place without staging (an upload's part in its region of
+   * the upload's file), before its row: its bytes, and the directories from its own up to the
+   * store's, which its first writer may have made.
+   */
+  async flushPlaced(name: string): Promise<void> {
+    const file = this.pathOf(name);
+    await this.flush.file(file);
+    for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+      await this.flushDir(dir);
+      if (dir === this.root) break;
+    }
+  }
+
+  /**
+   * Flushes directory `dir`. A caller shares the flush that has not started yet, or starts the
+   * next one once the running one ends: that one may have begun before the caller's rename.
+   */
+  private flushDir(dir: string): Promise<void> {
+    let f = this.dirFlushes.get(dir);
+    if (!f) this.dirFlushes.set(dir, f = {});
+    if (f.next) return f.next;
+    const state = f;
+    const next = (state.running ?? Promise.resolve()).catch(() => {}).then(() => {
+      state.next = undefined;
+      const run = this.flush.dir(dir);
+      state.running = run;
+      const done = (): void => {
+        if (state.running !== run) return;
+        state.running = undefined;
+        if (!state.next) this.dirFlushes.delete(dir);
+      };
+      run.then(done, done);
+      return run;
+    });
+    state.next = next;
+    return next;
   }
 
   /** Puts staged blobs in their place, once their rows are committed. */

@@ -126,12 +126,13 @@ export class UploadService {
     const blob = inPlace ? dataBlob(u) : `${partsDir(u)}/${number}.${randomBytes(6).toString('hex')}`;
     // Waits in pending/ until its row is committed (see store/blobs.ts).
     let staged: Pending | undefined;
-    if (!inPlace) {
-      try {
-        staged = await this.blobs.stage(file.path, blob);
-      } catch (err) {
-        throw storageError(err, `keeping part ${number}`);
-      }
+    try {
+      // A part in its place is flushed there; any other is flushed as it is staged.
+      if (inPlace) await this.blobs.flushPlaced(blob);
+      else staged = await this.blobs.stage(file.path, blob);
+    } catch (err) {
+      await slot?.release();
+      throw storageError(err, `keeping part ${number}`);
     }
     const etag = quoteEtag(file.md5);
     const outcome = await recordPart(this.sql, p.accountId, u.id, { number, etag, bytes: file.bytes, blob })
