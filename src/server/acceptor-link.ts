@@ -97,11 +97,16 @@ export class AcceptorHub {
    * not.
    */
   follow(backstopMs = 1_000): () => void {
+    // The executor has no way to forget a listener: this one goes quiet instead.
+    let following = true;
     this.refresh();
-    this.parts.executor.onChange?.(() => this.refresh());
+    this.parts.executor.onChange?.(() => { if (following) this.refresh(); });
     const backstop = setInterval(() => this.refresh(), backstopMs);
     backstop.unref();
-    return () => clearInterval(backstop);
+    return () => {
+      following = false;
+      clearInterval(backstop);
+    };
   }
 
   /** The pool's state as acceptors read it. */

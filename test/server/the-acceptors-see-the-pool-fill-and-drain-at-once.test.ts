@@ -1,7 +1,8 @@
 // An acceptor thread decides whether a submit waits for capacity from the pool's state that the
 // main thread keeps in shared memory (acceptor-link.ts, AcceptorHub.follow). It must be written as
 // the pool changes, not on a timer: a submit right after the pool filled would otherwise be
-// started behind it, and one right after it drained would be kept waiting.
+// started behind it, and one right after it drained would be kept waiting. And it stops being
+// written when the hub stops following (the server stopping).
 import t from 'tap';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { MessageChannel } from 'node:worker_threads';
@@ -56,4 +57,15 @@ t.test('the acceptors read the pool full as soon as it fills, and free as soon a
   t.equal(pool.queued(), 0);
   t.notOk(acceptor.saturated(), 'and free again as soon as the tasks ended');
   t.equal(acceptor.queued(), 0);
+
+  // Once the hub stops following, the pool's word no longer writes the state.
+  unfollow();
+  rmSync(release);
+  const again = [pool.run(held(), never)];
+  for (let i = 0; i < 3000 && pool.busy() < 1; i++) await sleep(20);
+  again.push(pool.run(held(), never));
+  t.equal(pool.queued(), 1, 'the pool is full again');
+  t.notOk(acceptor.saturated(), 'but the state is no longer written');
+  writeFileSync(release, '');
+  await Promise.all(again);
 });
