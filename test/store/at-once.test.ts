@@ -1,7 +1,8 @@
 // A transaction sent whole (store/db.ts atOnce): the statements' results come back in order, and
 // with `waitForDisk: false` its commit does not wait for the WAL flush (a job's marks and
 // progress) while the connection's other transactions still do. On Postgres and on the embedded
-// database alike.
+// database alike. Once answered, the statements hold none of their values (the driver's query
+// objects were found to outlive their batch, each request's Markdown with them).
 import t, { type Test } from 'tap';
 import { atOnce, type Db } from '../../src/store/db.js';
 import { ownStore } from '../helpers/world.js';
@@ -22,8 +23,24 @@ async function commits(t: Test, db: Db): Promise<void> {
   t.same(after.map(([r]) => setting(r)), ['on', 'on', 'on', 'on'], 'only that transaction: its connection waits again after it');
 }
 
+/** The driver's query as atOnce empties it. */
+interface HeldValues { args?: unknown[]; parameters?: unknown[] }
+
 t.test('on Postgres', async (t) => {
-  await commits(t, await ownStore(t, 'atonce', 2));
+  const db = await ownStore(t, 'atonce', 2);
+  await commits(t, db);
+  const made: HeldValues[] = [];
+  let heldAtFirst = 0;
+  const [echoed] = await atOnce(db.sql, (q) => {
+    const s = q`select ${'a value of this batch'}::text as s`.execute();
+    made.push(s as unknown as HeldValues);
+    heldAtFirst = made[0]!.args?.length ?? 0;
+    return [s];
+  });
+  t.same(echoed, [{ s: 'a value of this batch' }], 'the statement ran with its value');
+  t.equal(heldAtFirst, 1, 'the driver\'s query held the value it was made with');
+  t.same(made[0]!.args, [], 'and holds no value once answered');
+  t.same(made[0]!.parameters, [], 'nor what it sent');
 });
 
 t.test('on the embedded database', async (t) => {
