@@ -9,10 +9,11 @@
 // - a wall-clock limit (SOFFICE_TIMEOUT_S), and the whole process group killed on that limit, on
 //   the task's AbortSignal, or by the pool when it terminates the thread (ctx.watchChild); a
 //   `timeout` wrapper kills the group in any case a little after the limit, should all else fail.
-// Where soffice is missing (SOFFICE_PATH, else `soffice` on PATH) these types answer 503
+// Where soffice is missing (SOFFICE_PATH, else `soffice` on PATH), or is there without the
+// application a type needs (Calc for spreadsheets, Impress for decks), these types answer 503
 // parser_unavailable, retryable: false, with a hint naming the package to install.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, stat, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,6 +26,33 @@ export const PACKAGES: Record<OfficeKind, string> = {
   excel: 'libreoffice-calc-nogui',
   powerpoint: 'libreoffice-impress-nogui',
 };
+
+/** The library of each kind's LibreOffice application in its program folder (Writer, Calc,
+ *  Impress), which Debian ships in the package above: soffice alone runs with Writer only, and
+ *  then cannot load a spreadsheet or a deck ("source file could not be loaded"). */
+const APPLICATION: Record<OfficeKind, { name: string; library: string }> = {
+  word: { name: 'Writer', library: 'libswlo.so' },
+  excel: { name: 'Calc', library: 'libsclo.so' },
+  powerpoint: { name: 'Impress', library: 'libsdlo.so' },
+};
+
+/**
+ * Whether the LibreOffice of `soffice` has the application for `kind`. Only where its program
+ * folder holds one of the applications' libraries (Debian's layout, and LibreOffice's own Linux
+ * builds) is a missing one taken as missing; a layout where none is found (a wrapper script at
+ * SOFFICE_PATH, another system) is trusted to have them all.
+ */
+function hasApplication(soffice: string, kind: OfficeKind): boolean {
+  let program: string;
+  try {
+    program = path.dirname(realpathSync(soffice));
+  } catch {
+    return true;
+  }
+  const present = (k: OfficeKind) => existsSync(path.join(program, APPLICATION[k].library));
+  const known = (Object.keys(APPLICATION) as OfficeKind[]).some(present);
+  return !known || present(kind);
+}
 
 const EXPORT_FILTER = { docx: 'MS Word 2007 XML', xlsx: 'Calc MS Excel 2007 XML', pptx: 'Impress MS PowerPoint 2007 XML' } as const;
 
@@ -99,6 +127,7 @@ function isolationPrefix(): Promise<string[] | null> {
 export async function requireEngine(kind: OfficeKind, settings: EngineSettings = engineSettings()): Promise<{ soffice: string; prefix: string[] }> {
   const soffice = findSoffice(settings);
   if (!soffice) return Promise.reject(unavailable(kind, settings.path ? `is not at SOFFICE_PATH (${settings.path})` : 'is not installed'));
+  if (!hasApplication(soffice, kind)) return Promise.reject(unavailable(kind, `is installed here without ${APPLICATION[kind].name}`));
   if (settings.network === 'host') return { soffice, prefix: [] };
   const prefix = await isolationPrefix();
   if (!prefix) {

@@ -2,8 +2,9 @@
 // no real soffice starts: a run past its limit and a cancelled run are killed with their whole
 // process group (a grandchild included), the executor hears of the group and of its end, the
 // engine runs in a network namespace with nothing but loopback, and a missing engine is a 503
-// that is not retryable and names the package to install.
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// that is not retryable and names the package to install; so is a LibreOffice without the
+// application a type needs (Writer only: spreadsheets and decks), told by its program folder.
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -92,6 +93,35 @@ t.test('a missing engine is 503 parser_unavailable, not retryable, with the pack
     t.equal(problem.retryable, false, 'retrying cannot install it');
     t.match(problem.hint, new RegExp(`apt-get install ${pkg}`), `${kind}: the hint names ${pkg}`);
   }
+});
+
+t.test('a LibreOffice without Calc or Impress is 503 for spreadsheets and decks, with their package', async (t) => {
+  // A program folder as Debian lays one out, with Writer's library only.
+  const program = path.join(dir, 'writer-only', 'program');
+  mkdirSync(program, { recursive: true });
+  const engine = path.join(program, 'soffice');
+  writeFileSync(engine, '#!/bin/sh\nexit 0\n');
+  chmodSync(engine, 0o755);
+  writeFileSync(path.join(program, 'libswlo.so'), '');
+  const linked = path.join(dir, 'writer-only', 'soffice-on-path');
+  symlinkSync(engine, linked);
+  for (const [kind, app, pkg] of [['excel', 'Calc', 'libreoffice-calc-nogui'], ['powerpoint', 'Impress', 'libreoffice-impress-nogui']] as const) {
+    const err = await requireEngine(kind, settings(linked)).catch((e: unknown) => e) as ApiError;
+    t.equal(err.code, 'parser_unavailable', `${kind}: refused before anything runs`);
+    t.match(err.message, new RegExp(`without ${app}`), `${kind}: the message says ${app} is missing`);
+    const problem = problemOf(err.code, err.message, '/v1/convert/x', 'req', err.overrides);
+    t.equal(problem.status, 503);
+    t.match(problem.hint, new RegExp(`apt-get install ${pkg}`), `${kind}: the hint names ${pkg}`);
+  }
+  const word = await requireEngine('word', { ...settings(linked), network: 'host' });
+  t.equal(word.soffice, linked, 'Writer\'s own files still run');
+  // With Calc's library there too, spreadsheets run; a folder with none of the libraries (a
+  // wrapper script elsewhere) is trusted to have them all.
+  writeFileSync(path.join(program, 'libsclo.so'), '');
+  t.equal((await requireEngine('excel', { ...settings(linked), network: 'host' })).soffice, linked, 'with Calc, spreadsheets run');
+  const wrapper = hangingEngine('wrapper-soffice');
+  t.equal((await requireEngine('powerpoint', { ...settings(wrapper.path), network: 'host' })).soffice, wrapper.path,
+    'an engine whose folder names no application is not refused');
 });
 
 t.test('the settings come from SOFFICE_PATH, SOFFICE_TIMEOUT_S and SOFFICE_NETWORK', async (t) => {
