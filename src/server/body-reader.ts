@@ -42,19 +42,22 @@ function rest(reader: BodyReader): void {
   if (lastResting) lastResting.restNext = reader;
   else firstResting = reader;
   lastResting = reader;
-  reader.resting = true;
   sweep ??= setInterval(pauseRested, REST_MS).unref();
 }
 
+/** Whether `reader` is in the list (the first one has no link before it). */
+function isResting(reader: BodyReader): boolean {
+  return reader.restPrev !== undefined || firstResting === reader;
+}
+
 function unrest(reader: BodyReader): void {
-  if (!reader.resting) return;
+  if (!isResting(reader)) return;
   const { restPrev: prev, restNext: next } = reader;
   if (prev) prev.restNext = next;
   else firstResting = next;
   if (next) next.restPrev = prev;
   else lastResting = prev;
   reader.restPrev = reader.restNext = undefined;
-  reader.resting = false;
 }
 
 function pauseRested(): void {
@@ -113,8 +116,7 @@ export class BodyReader {
   private paused = false;
   /** True once the last chunk has arrived. */
   complete = false;
-  /** This module's list of readers resting (rest()): whether in it, since when, and its links. */
-  resting = false;
+  /** This module's list of readers resting (rest()): since when, and its links. */
   restedAt = 0;
   restPrev: BodyReader | undefined = undefined;
   restNext: BodyReader | undefined = undefined;

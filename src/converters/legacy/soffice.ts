@@ -43,6 +43,18 @@ const APPLICATION: Record<OfficeKind, { name: string; library: string }> = {
  * SOFFICE_PATH, another system) is trusted to have them all.
  */
 function hasApplication(soffice: string, kind: OfficeKind): boolean {
+  // A success is remembered (no file system call per request after it); a refusal is looked
+  // at again next time, so an application installed meanwhile is found.
+  const key = `${kind}\0${soffice}`;
+  if (applicationsFound.has(key)) return true;
+  const found = lookForApplication(soffice, kind);
+  if (found) applicationsFound.add(key);
+  return found;
+}
+
+const applicationsFound = new Set<string>();
+
+function lookForApplication(soffice: string, kind: OfficeKind): boolean {
   let program: string;
   try {
     program = path.dirname(realpathSync(soffice));
