@@ -47,13 +47,15 @@ type Up = (Call & { id: number }) | Note | { ev: 'collected'; id: number; metric
 
 type GateMethod = Exclude<keyof Gate, 'close'>;
 
-/** Index of the pool's state in the shared Int32Array. */
+/** Index of the pool's state in the shared Int32Array, and of whether the process has started. */
 const SATURATED = 0;
 const QUEUED = 1;
+const STARTED = 2;
 
-/** Memory the main thread writes the pool's state into and every acceptor reads. */
+/** Memory the main thread writes the pool's state into, and once every acceptor listens, that
+ *  the process has started; every acceptor reads it. */
 export function poolStateBuffer(): SharedArrayBuffer {
-  return new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT);
+  return new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT);
 }
 
 /** The process's side: what it offers its acceptor threads. */
@@ -107,6 +109,11 @@ export class AcceptorHub {
       following = false;
       clearInterval(backstop);
     };
+  }
+
+  /** Every acceptor listens: the process answers /readyz from any of them (AcceptorLink.started). */
+  markStarted(): void {
+    Atomics.store(this.pool, STARTED, 1);
   }
 
   /** The pool's state as acceptors read it. */
@@ -230,6 +237,11 @@ export class AcceptorLink {
 
   queued(): number {
     return Atomics.load(this.pool, QUEUED);
+  }
+
+  /** Whether every acceptor of the process listens (AcceptorHub.markStarted). */
+  started(): boolean {
+    return Atomics.load(this.pool, STARTED) === 1;
   }
 
   /** A promise that settles when the process says the job has ended. */

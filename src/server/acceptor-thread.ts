@@ -38,6 +38,8 @@ try {
   const log = createLogger(config.logLevel).child({ acceptor: data.index });
   // The process's main thread has migrated the database already.
   const db = await openDb({ databaseUrl: config.databaseUrl, schema: config.databaseSchema, dataDir: config.dataDir, migrate: false });
+  // A thread that cannot reach Postgres takes no connections: it listens once its own answers.
+  await db.sql`select 1`;
   const link = new AcceptorLink(data.link, data.poolState);
   const metrics = new Metrics({ defaults: false, acceptor: data.index });
   const gate = meteredGate(data.sharedGate
@@ -52,6 +54,7 @@ try {
     metricsText: () => link.call<MetricsText>({ op: 'metrics' }),
     linked: { runner: new LinkedRunner(link, data.owner), audit: new LinkedAudit(link) },
     commitTurn: data.commitTurn,
+    started: () => link.started(),
   });
   link.collect = () => metrics.registry.getMetricsAsJSON();
   link.onDrain = async () => {

@@ -58,6 +58,10 @@ export interface AcceptorParts {
   /** Shared memory for the process's one group commit at a time (jobs/commit-turn.ts), when it
    *  has several acceptors. */
   commitTurn?: SharedArrayBuffer;
+  /** Whether the process has started every acceptor: until then /readyz answers 503, so that a
+   *  load balancer (or the bench) does not load a process whose other threads do not listen
+   *  yet, every connection of that load on this one thread for as long as it lasts. */
+  started?: () => boolean;
 }
 
 export interface Acceptor {
@@ -101,7 +105,7 @@ export async function startAcceptor(parts: AcceptorParts): Promise<Acceptor> {
 
   const router = new Router();
   router.add('GET', '/healthz', (ctx) => sendJson(ctx, 200, { status: 'ok' }));
-  router.add('GET', '/readyz', (ctx) => ready(ctx, deps));
+  router.add('GET', '/readyz', (ctx) => ready(ctx, deps, parts.started));
   registerConvert(router, deps);
   registerEstimate(router, deps);
   registerConversions(router, deps);
@@ -157,8 +161,13 @@ export async function startAcceptor(parts: AcceptorParts): Promise<Acceptor> {
   };
 }
 
-/** GET /readyz: Postgres, and Redis when the gate is there, reachable from this acceptor. */
-async function ready(ctx: Ctx, deps: Deps): Promise<void> {
+/** GET /readyz: the process started, and Postgres, and Redis when the gate is there, reachable
+ *  from this acceptor. */
+async function ready(ctx: Ctx, deps: Deps, started?: () => boolean): Promise<void> {
+  if (started && !started()) {
+    sendProblem(ctx, 'service_unavailable', 'The server is starting: not every acceptor thread listens yet.');
+    return;
+  }
   try {
     await deps.db.sql`select 1`;
   } catch (err) {

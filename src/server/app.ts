@@ -82,9 +82,11 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   }, poolStateBuffer()) : undefined;
   // With several acceptors, their group commits take turns (jobs/commit-turn.ts).
   const commitTurn = hub ? commitTurnBuffer() : undefined;
+  let started = false;
   const acceptor = await startAcceptor({
     config: hub ? { ...config, port: await portFor(config) } : config, db, blobs, log, gate, executor, metrics, sender: webhooks.sender, commitTurn,
     metricsText: () => (hub ? hub.metricsText() : metrics.text()),
+    started: () => started,
   });
   const { deps } = acceptor;
   let threads: AcceptorThreads | undefined;
@@ -110,6 +112,8 @@ export async function startApp(config: Config, opts: StartOptions = {}): Promise
   sweeper.start();
   webhooks.start();
   deps.conversions.start();
+  started = true;
+  hub?.markStarted();
   let closing: Promise<void> | undefined;
   return {
     port: acceptor.port,

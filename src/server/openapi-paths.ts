@@ -150,7 +150,7 @@ export function operations(): Op[] {
   return [
     { method: 'get', path: '/healthz', id: 'healthz', tag: 'Operations', summary: 'The process is up',
       responses: { 200: ok('Up.', ref('Health')) } },
-    { method: 'get', path: '/readyz', id: 'readyz', tag: 'Operations', summary: 'Postgres (and Redis, when configured) answer',
+    { method: 'get', path: '/readyz', id: 'readyz', tag: 'Operations', summary: 'Every acceptor thread listens, and Postgres (and Redis, when configured) answer',
       responses: { 200: ok('Ready.', ref('Ready')), 503: { $ref: '#/components/responses/Problem503' } } },
     { method: 'get', path: '/metrics', id: 'metrics', tag: 'Operations', summary: 'Prometheus metrics of this process',
       responses: { 200: { description: 'Prometheus text format 0.0.4.', content: { 'text/plain': { schema: { type: 'string' } } } } } },
