@@ -98,9 +98,12 @@ async function cheapPath(inst: { origin: string; pid: number }): Promise<void> {
   const load = { url: `${inst.origin}/v1/convert/markdown/html`, method: 'POST', body: oneKbJson(), connections: 64,
     headers: { 'x-api-key': bench.key, 'content-type': 'application/json' } };
   if (warmSeconds > 0) await wrk({ ...load, seconds: warmSeconds });
-  const commits = async (): Promise<{ batches: number; conversions: number }> => {
+  const commits = async (): Promise<{ batches: number; conversions: number; committing: number; waiting: number }> => {
     const text = await (await fetch(`${inst.origin}/metrics`)).text();
-    return { batches: metricSum(text, 'docpipe_group_commit_batches_total'), conversions: metricSum(text, 'docpipe_group_commit_conversions_total') };
+    return {
+      batches: metricSum(text, 'docpipe_group_commit_batches_total'), conversions: metricSum(text, 'docpipe_group_commit_conversions_total'),
+      committing: metricSum(text, 'docpipe_group_commit_seconds_total'), waiting: metricSum(text, 'docpipe_group_commit_turn_wait_seconds_total'),
+    };
   };
   const c0 = await commits();
   const before = snapshot(inst.pid);
@@ -114,5 +117,12 @@ async function cheapPath(inst: { origin: string; pid: number }): Promise<void> {
   console.log(`cheap path: ${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.requests} answers (${r.non2xx} not 2xx), `
     + `${batch.toFixed(1)} conversions per group commit, the machine ${busy ? `${(100 * busy.busy).toFixed(0)} % busy` : 'busy: unknown'}, `
     + `env ${JSON.stringify(env)}, node ${JSON.stringify(nodeArgs)}, warm-up ${warmSeconds} s`);
+  // With the turn, commits do not overlap: their time over the wall time is the share of it
+  // the process had one in flight, and the rest is the gaps between them.
+  const batches = Math.max(1, c1.batches - c0.batches);
+  const committing = c1.committing - c0.committing;
+  console.log(`group commits: ${(1000 * committing / batches).toFixed(2)} ms each from taken to settled, `
+    + `${(1000 * (c1.waiting - c0.waiting) / batches).toFixed(2)} ms each waiting for the turn, `
+    + `one in flight ${(100 * committing / r.seconds).toFixed(0)} % of the time`);
   table(before, after, r.requests, 'request', r.seconds);
 }

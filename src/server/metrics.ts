@@ -138,13 +138,15 @@ export class Metrics {
   }
 
   /** Exposes the group commit's counts: conversions per transaction is their ratio. */
-  watchGroupCommit(stats: { readonly batches: number; readonly conversions: number }): void {
+  watchGroupCommit(stats: { readonly batches: number; readonly conversions: number; readonly committingMs: number; readonly turnWaitMs: number }): void {
     const counter = (name: string, help: string, read: () => number) => new Counter({
       name, help, registers: [this.registry],
       collect() { this.reset(); this.inc(read()); },
     });
     counter('docpipe_group_commit_batches_total', 'Group commits: transactions that stored the conversions submitted meanwhile (renders finished in their request, paid submits with their jobs).', () => stats.batches);
     counter('docpipe_group_commit_conversions_total', 'Conversions stored by those transactions.', () => stats.conversions);
+    counter('docpipe_group_commit_seconds_total', 'Time batches spent from being taken to being settled (their transactions, retries included).', () => stats.committingMs / 1000);
+    counter('docpipe_group_commit_turn_wait_seconds_total', "Time batches waited for the process's one commit at a time (several acceptor threads) before being taken.", () => stats.turnWaitMs / 1000);
   }
 
   /** One answered (or abandoned) request; `route` must be a route template, never a raw path. */

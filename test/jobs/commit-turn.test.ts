@@ -167,7 +167,13 @@ for (const mode of storeModes()) {
       else t.same(log.slice(0, 2), ['first begins', 'second begins'], 'the second batch starts while the first is open');
       open();
       await Promise.all([one, two]);
-      if (shared) t.same(log, ['first begins', 'first ends', 'second begins', 'second ends']);
+      if (shared) {
+        t.same(log, ['first begins', 'first ends', 'second begins', 'second ends']);
+        t.ok(second.stats.turnWaitMs > 0, `the second batch's wait for the turn is counted (${second.stats.turnWaitMs} ms)`);
+      } else {
+        t.equal(second.stats.turnWaitMs, 0, 'without a turn there is none to wait for');
+      }
+      t.ok(first.stats.committingMs > 0 && second.stats.committingMs > 0, 'each batch\'s time from taken to settled is counted');
       const rows = await w.db.sql`select id from conversions where id in ('conv_t1', 'conv_t2') order by id`;
       t.same(rows.map((r) => r.id), ['conv_t1', 'conv_t2'], 'both stored');
     });

@@ -55,6 +55,10 @@ for (const mode of oneMode()) {
       t.equal(sample(text, 'docpipe_conversion_tasks_total', { kind: 'markdown-text', outcome: 'completed' }), 1);
       t.ok((sample(text, 'docpipe_pages_converted_total', { kind: 'markdown-text' }) ?? -1) >= 0, 'pages are counted');
       t.equal(sample(text, 'docpipe_conversion_task_duration_seconds_count', { kind: 'markdown-text' }), 1);
+      // The render was stored by a group commit, whose time is counted (one acceptor: no turn).
+      t.ok((sample(text, 'docpipe_group_commit_batches_total') ?? 0) >= 1, 'a group commit stored it');
+      t.ok((sample(text, 'docpipe_group_commit_seconds_total') ?? 0) > 0, 'its time from taken to settled is counted');
+      t.equal(sample(text, 'docpipe_group_commit_turn_wait_seconds_total'), 0, 'one acceptor has no turn to wait for');
     });
 
     await t.test('counts credits reserved, charged and released through the gate', async (t) => {
