@@ -69,7 +69,7 @@ for (const mode of storeModes()) {
       group.add(member('conv_a3', other, { claim: 'k1' })), // the same key of another account is its own
     ]);
     t.same(calls, { reserve: 2, begin: 0 }, 'two batches (the first add flushes alone), both sent at once');
-    t.same(group.stats, { batches: 2, conversions: 3 });
+    t.same({ batches: group.stats.batches, conversions: group.stats.conversions }, { batches: 2, conversions: 3 });
     t.same(await storedIds(w, w.accountId), ['conv_a1', 'conv_a2']);
     t.same(await storedIds(w, other), ['conv_a3']);
     t.equal(await monthOf(w, w.accountId), 2);
@@ -234,5 +234,5 @@ t.test('postgres: a batch sent at once writes its rows before it takes its accou
   await stored;
   t.same(await storedIds(w, w.accountId), ['conv_c1', 'conv_c2']);
   t.equal(await monthOf(w, w.accountId), 2, 'the month counted once for each');
-  t.same(group.stats, { batches: 2, conversions: 2 }, 'both sent at once');
+  t.same({ batches: group.stats.batches, conversions: group.stats.conversions }, { batches: 2, conversions: 2 }, 'both sent at once');
 });
