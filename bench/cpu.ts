@@ -98,11 +98,12 @@ async function cheapPath(inst: { origin: string; pid: number }): Promise<void> {
   const load = { url: `${inst.origin}/v1/convert/markdown/html`, method: 'POST', body: oneKbJson(), connections: 64,
     headers: { 'x-api-key': bench.key, 'content-type': 'application/json' } };
   if (warmSeconds > 0) await wrk({ ...load, seconds: warmSeconds });
-  const commits = async (): Promise<{ batches: number; conversions: number; committing: number; waiting: number }> => {
+  const commits = async (): Promise<{ batches: number; conversions: number; committing: number; waits: number; waiting: number }> => {
     const text = await (await fetch(`${inst.origin}/metrics`)).text();
     return {
       batches: metricSum(text, 'docpipe_group_commit_batches_total'), conversions: metricSum(text, 'docpipe_group_commit_conversions_total'),
-      committing: metricSum(text, 'docpipe_group_commit_seconds_total'), waiting: metricSum(text, 'docpipe_group_commit_turn_wait_seconds_total'),
+      committing: metricSum(text, 'docpipe_group_commit_seconds_total'), waits: metricSum(text, 'docpipe_group_commit_turn_waits_total'),
+      waiting: metricSum(text, 'docpipe_group_commit_turn_wait_seconds_total'),
     };
   };
   const c0 = await commits();
@@ -122,7 +123,7 @@ async function cheapPath(inst: { origin: string; pid: number }): Promise<void> {
   const batches = Math.max(1, c1.batches - c0.batches);
   const committing = c1.committing - c0.committing;
   console.log(`group commits: ${(1000 * committing / batches).toFixed(2)} ms each from taken to settled, `
-    + `${(1000 * (c1.waiting - c0.waiting) / batches).toFixed(2)} ms each waiting for the turn, `
+    + `${(100 * (c1.waits - c0.waits) / batches).toFixed(0)} % of them found the turn taken and waited ${(1000 * (c1.waiting - c0.waiting) / Math.max(1, c1.waits - c0.waits)).toFixed(2)} ms each, `
     + `one in flight ${(100 * committing / r.seconds).toFixed(0)} % of the time`);
   table(before, after, r.requests, 'request', r.seconds);
 }

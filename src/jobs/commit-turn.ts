@@ -40,13 +40,14 @@ export class CommitTurn {
     this.cells = new Int32Array(buffer);
   }
 
-  /** Waits for this thread's turn; call release() once its commit is done. */
-  async take(): Promise<void> {
+  /** Waits for this thread's turn; call release() once its commit is done. Resolves true when
+   *  the turn was another's when asked for (this thread waited), false when it was free. */
+  async take(): Promise<boolean> {
     const mine = Atomics.add(this.cells, NEXT, 1);
-    for (;;) {
+    for (let waited = false; ; waited = true) {
       const serving = Atomics.load(this.cells, SERVING);
       // Tickets wrap around at 2^31 together with the counter: compare their distance.
-      if (((serving - mine) | 0) >= 0) return;
+      if (((serving - mine) | 0) >= 0) return waited;
       const wait = waitAsync(this.cells, SERVING, serving, this.stallMs);
       const woke = wait.async ? await wait.value : wait.value;
       if (woke === 'timed-out') Atomics.compareExchange(this.cells, SERVING, serving, serving + 1);

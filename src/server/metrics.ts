@@ -138,7 +138,7 @@ export class Metrics {
   }
 
   /** Exposes the group commit's counts: conversions per transaction is their ratio. */
-  watchGroupCommit(stats: { readonly batches: number; readonly conversions: number; readonly committingMs: number; readonly turnWaitMs: number }): void {
+  watchGroupCommit(stats: { readonly batches: number; readonly conversions: number; readonly committingMs: number; readonly turnWaits: number; readonly turnWaitMs: number }): void {
     const counter = (name: string, help: string, read: () => number) => new Counter({
       name, help, registers: [this.registry],
       collect() { this.reset(); this.inc(read()); },
@@ -146,7 +146,8 @@ export class Metrics {
     counter('docpipe_group_commit_batches_total', 'Group commits: transactions that stored the conversions submitted meanwhile (renders finished in their request, paid submits with their jobs).', () => stats.batches);
     counter('docpipe_group_commit_conversions_total', 'Conversions stored by those transactions.', () => stats.conversions);
     counter('docpipe_group_commit_seconds_total', 'Time batches spent from being taken to being settled (their transactions, retries included).', () => stats.committingMs / 1000);
-    counter('docpipe_group_commit_turn_wait_seconds_total', "Time batches waited for the process's one commit at a time (several acceptor threads) before being taken.", () => stats.turnWaitMs / 1000);
+    counter('docpipe_group_commit_turn_waits_total', "Batches that found the process's one commit at a time (several acceptor threads) taken by another, and waited for it.", () => stats.turnWaits);
+    counter('docpipe_group_commit_turn_wait_seconds_total', 'Time those batches waited for the turn before being taken.', () => stats.turnWaitMs / 1000);
   }
 
   /** One answered (or abandoned) request; `route` must be a route template, never a raw path. */

@@ -22,22 +22,21 @@ t.test('turns are taken one at a time, in the order they were asked for', async 
   // One CommitTurn per would-be thread, all on the same memory.
   const [a, b, c] = [new CommitTurn(buffer), new CommitTurn(buffer), new CommitTurn(buffer)];
   const order: string[] = [];
-  await a.take();
+  t.equal(await a.take(), false, 'a free turn: taken without waiting');
   order.push('a');
-  const bTurn = b.take().then(() => { order.push('b'); });
-  const cTurn = c.take().then(() => { order.push('c'); });
+  const bTurn = b.take().then((waited) => { order.push('b'); return waited; });
+  const cTurn = c.take().then((waited) => { order.push('c'); return waited; });
   await settleLoop();
   t.same(order, ['a'], 'b and c wait while a holds the turn');
   a.release();
-  await bTurn;
+  t.equal(await bTurn, true, 'b says it waited');
   await settleLoop();
   t.same(order, ['a', 'b'], 'b, which asked first, goes next; c still waits');
   b.release();
-  await cTurn;
+  t.equal(await cTurn, true, 'c says it waited');
   t.same(order, ['a', 'b', 'c']);
   c.release();
-  await a.take();
-  t.pass('a free turn is taken at once');
+  t.equal(await a.take(), false, 'a free turn is taken at once');
   a.release();
 });
 
@@ -169,9 +168,10 @@ for (const mode of storeModes()) {
       await Promise.all([one, two]);
       if (shared) {
         t.same(log, ['first begins', 'first ends', 'second begins', 'second ends']);
-        t.ok(second.stats.turnWaitMs > 0, `the second batch's wait for the turn is counted (${second.stats.turnWaitMs} ms)`);
+        t.equal(first.stats.turnWaits, 0, 'the first batch found the turn free');
+        t.equal(second.stats.turnWaits, 1, 'the second batch found it taken, and its wait is counted');
       } else {
-        t.equal(second.stats.turnWaitMs, 0, 'without a turn there is none to wait for');
+        t.same([first.stats.turnWaits, second.stats.turnWaits, second.stats.turnWaitMs], [0, 0, 0], 'without a turn there is none to wait for');
       }
       t.ok(first.stats.committingMs > 0 && second.stats.committingMs > 0, 'each batch\'s time from taken to settled is counted');
       const rows = await w.db.sql`select id from conversions where id in ('conv_t1', 'conv_t2') order by id`;

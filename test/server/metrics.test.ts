@@ -58,7 +58,8 @@ for (const mode of oneMode()) {
       // The render was stored by a group commit, whose time is counted (one acceptor: no turn).
       t.ok((sample(text, 'docpipe_group_commit_batches_total') ?? 0) >= 1, 'a group commit stored it');
       t.ok((sample(text, 'docpipe_group_commit_seconds_total') ?? 0) > 0, 'its time from taken to settled is counted');
-      t.equal(sample(text, 'docpipe_group_commit_turn_wait_seconds_total'), 0, 'one acceptor has no turn to wait for');
+      t.equal(sample(text, 'docpipe_group_commit_turn_waits_total'), 0, 'one acceptor has no turn to wait for');
+      t.equal(sample(text, 'docpipe_group_commit_turn_wait_seconds_total'), 0);
     });
 
     await t.test('counts credits reserved, charged and released through the gate', async (t) => {

@@ -14,6 +14,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { InlineExecutor } from '../../src/jobs/executor.js';
 import { startApp } from '../../src/server/app.js';
+import { portFor } from '../../src/server/acceptors.js';
 import { openDb } from '../../src/store/db.js';
 import { dropSchema, PG_URL } from '../helpers/world.js';
 
@@ -30,17 +31,6 @@ function get(port: number, p: string): Promise<Answer | undefined> {
     });
     req.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNREFUSED' ? resolve(undefined) : reject(err)));
     req.end();
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
   });
 }
 
@@ -81,11 +71,13 @@ t.test('/readyz says the server is starting until every acceptor thread listens'
   const proxied = new URL(PG_URL);
   proxied.port = String((proxy.address() as net.AddressInfo).port);
 
-  const port = await freePort();
-  const config = loadConfig({
-    DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_S: '2', POOL_THREADS: '1',
+  const asked = loadConfig({
+    DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_S: '2', POOL_THREADS: '1',
     HTTP_THREADS: '2', DATABASE_URL: proxied.toString(), DATABASE_SCHEMA: schema,
   });
+  // The port the server will take, known before startApp resolves (which waits for the thread).
+  const port = await portFor(asked);
+  const config = { ...asked, port };
   // The main thread uses the test's own connections; the acceptor thread, the held ones.
   const starting = startApp(config, {
     db, log: createLogger('silent'),
