@@ -161,9 +161,9 @@ export async function claimKey(tx: Sql, c: IdempotencyClaimRow): Promise<boolean
  */
 export function insertClaims(tx: Sql, claims: readonly IdempotencyClaimRow[]) {
   return tx`insert into idempotency_keys (account_id, endpoint, key, fingerprint, conversion_id)
-    select * from unnest(${tx.array(claims.map((c) => c.accountId))}::text[], ${tx.array(claims.map((c) => c.endpoint))}::text[],
-      ${tx.array(claims.map((c) => c.key))}::text[], ${tx.array(claims.map((c) => c.fingerprint))}::text[],
-      ${tx.array(claims.map((c) => c.conversionId))}::text[])
+    select unnest(${tx.array(claims.map((c) => c.accountId))}::text[]), unnest(${tx.array(claims.map((c) => c.endpoint))}::text[]),
+      unnest(${tx.array(claims.map((c) => c.key))}::text[]), unnest(${tx.array(claims.map((c) => c.fingerprint))}::text[]),
+      unnest(${tx.array(claims.map((c) => c.conversionId))}::text[])
     on conflict (account_id, endpoint, key) do update
       set fingerprint = excluded.fingerprint, conversion_id = excluded.conversion_id, created_at = now()
       where idempotency_keys.created_at < now() - make_interval(secs => ${IDEMPOTENCY_TTL_S})`;

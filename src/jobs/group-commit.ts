@@ -301,8 +301,8 @@ function writes(t: Sql, admitted: GroupedConversion[]) {
     insertConversions(t, admitted.map((c) => c.row)),
     ...(files.length > 0 ? [insertFiles(t, files)] : []),
     ...(reserves.length > 0 ? [t`insert into ledger (account_id, conversion_id, kind, amount)
-      select a, c, 'reserve', -n from unnest(${t.array(reserves.map((c) => c.row.account_id))}::text[],
-        ${t.array(reserves.map((c) => c.row.id))}::text[], ${t.array(reserves.map((c) => c.reserved!))}::int[]) as r(a, c, n)`] : []),
+      select unnest(${t.array(reserves.map((c) => c.row.account_id))}::text[]), unnest(${t.array(reserves.map((c) => c.row.id))}::text[]),
+        'reserve', -unnest(${t.array(reserves.map((c) => c.reserved!))}::int[])`] : []),
     ...(jobs.length > 0 ? [insertJobs(t, jobs)] : []),
   ];
 }

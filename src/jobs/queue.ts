@@ -47,9 +47,9 @@ export function insertJobs(t: Sql, jobs: NewJob[]) {
   return t`insert into jobs (id, conversion_id, source_id, account_id, status, lease_owner, attempts, lease_until)
     select id, c, s, a, case when o is null then 'queued' else 'running' end, o, case when o is null then 0 else 1 end,
       case when o is null then null else now() + make_interval(secs => ${LEASE_S}) end
-    from unnest(${t.array(jobs.map((j) => j.id))}::text[], ${t.array(jobs.map((j) => j.conversionId))}::text[],
-      ${t.array(jobs.map((j) => j.sourceId))}::text[], ${t.array(jobs.map((j) => j.accountId))}::text[],
-      ${t.array(jobs.map((j) => j.owner))}::text[]) as j(id, c, s, a, o)`;
+    from (select unnest(${t.array(jobs.map((j) => j.id))}::text[]) as id, unnest(${t.array(jobs.map((j) => j.conversionId))}::text[]) as c,
+      unnest(${t.array(jobs.map((j) => j.sourceId))}::text[]) as s, unnest(${t.array(jobs.map((j) => j.accountId))}::text[]) as a,
+      unnest(${t.array(jobs.map((j) => j.owner))}::text[]) as o) as j`;
 }
 
 /** The row a runner starts from, of a job inserted claimed. */

@@ -201,8 +201,9 @@ export async function pipelined<T>(sql: Sql, fn: (t: Sql) => Promise<T>, keep: (
 export type ColumnValue = string | number | boolean | Date | object | null | undefined;
 
 /**
- * One column of a multi-row insert as a text array, for `insert ... select * from unnest($1::text[],
- * $2::int[], ...)`, the statement casting each column to its type. Unlike a VALUES list, its text
+ * One column of a multi-row insert as a text array, for `insert ... select unnest($1::text[]),
+ * unnest($2::int[]), ...` (conversions.ts insertConversions says why in the select list), the
+ * statement casting each column to its type. Unlike a VALUES list, its text
  * is the same whatever the number of rows: each connection prepares it once and binds one
  * parameter a column. Dates as ISO strings, objects as JSON, booleans as t/f, null as NULL.
  *
