@@ -21,7 +21,8 @@ export interface Peek {
 
 export interface ConvertContext {
   signal: AbortSignal;
-  /** A directory the converter may write scratch files to; removed after the task. */
+  /** The task's own directory for scratch files, removed after the task. It is not made until a
+   *  converter asks for it (scratchDir): most conversions read their file and write nothing. */
   tmpDir: string;
   /** Progress for long work: pages done out of the total. */
   progress(done: number, total: number): void;

@@ -25,6 +25,7 @@ import {
 import { bomOf, charsetFromContentType, decodeText } from './shared/charset.js';
 import { contentTypeOf, fileNameOf } from './shared/remote-type.js';
 import type { Converter, Peek } from './types.js';
+import { scratchDir } from './shared/scratch-dir.js';
 
 export const USER_AGENT = 'docpipe/0.1 (+https://docpipe.dev/bot)';
 export const URL_LIMITS = { maxBytes: 20 * 1024 * 1024, timeoutMs: 30_000, maxRedirects: 5 };
@@ -88,7 +89,7 @@ export function createUrlConverter(config: UrlConverterConfig = {}): Converter {
     },
 
     async convert(file, options, ctx) {
-      const target = path.join(ctx.tmpDir, `url-${randomUUID()}`);
+      const target = path.join(scratchDir(ctx), `url-${randomUUID()}`);
       const doc = await fetchDocument(await readUrl(file), target, {
         ...config, allowPrivateNetwork: ctx.allowPrivateNetwork, signal: ctx.signal,
       });

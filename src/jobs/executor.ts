@@ -3,7 +3,8 @@
 // (src/pool) implements the same interface across threads.
 import { converterFor, isRender, peekFile, renderInMemory, runConversion, type RunResult } from '../converters/registry.js';
 import type { ConvertOptions, ConverterKind, Count, Peek } from '../converters/types.js';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
 export interface Task {
@@ -54,12 +55,12 @@ export async function runTask(task: Task, peek: Peek, settings: ExecutorSettings
   const run = (tmpDir: string): Promise<RunResult> => runConversion(task.kind, task.path, peek, task.options, {
     signal, tmpDir, progress: onProgress, allowPrivateNetwork: settings.allowPrivateNetwork, ai: settings.ai, watchChild,
   });
-  // A pool thread hands over the folder it made for the task, and removes it. Markdown renders
-  // read their one file and write nothing: no scratch directory to make and remove on the cheap
-  // path. Every other conversion gets its own.
+  // A pool thread hands over the folder it named for the task, and removes it. Markdown renders
+  // read their one file and write nothing: no scratch directory on the cheap path. Every other
+  // conversion gets its own name, made a folder only by a converter that writes there.
   if (scratch !== undefined) return run(scratch);
   if (isRender(task.kind)) return run(settings.tmpDir);
-  const own = await mkdtemp(path.join(settings.tmpDir, 'task_'));
+  const own = path.join(settings.tmpDir, `task_${randomBytes(6).toString('hex')}`);
   try {
     return await run(own);
   } finally {

@@ -9,14 +9,15 @@
 //   every progress message is delivered before the task settles; progress goes at most every
 //   `progressEveryMs` (workerData) and always when a converter reports its last step: a message
 //   wakes the event loop, and a converter reports every page;
-// - the task's scratch folder (`settings.tmpDir`, named by the pool) is made and removed here,
-//   in this thread: {type:'end', cleaned} says whether it is gone, and the pool removes it when
-//   the thread could not (terminated, or the removal failed);
+// - the task's scratch folder (`settings.tmpDir`, named by the pool) is made by the converter that
+//   writes there (converters/shared/scratch-dir.ts), if any, and removed here, in this thread:
+//   {type:'end', cleaned} says whether it is gone, and the pool removes it when the thread could
+//   not (terminated, or the removal failed);
 // - failures come back as a reply, not a throw: structured clone would drop ApiError's code;
 // - cancellation and the time limit terminate the thread (pool.ts), so the signal handed to the
 //   converters here never fires.
 import { isMainThread, threadId, workerData, type MessagePort } from 'node:worker_threads';
-import { mkdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
@@ -167,7 +168,6 @@ export default async function handle(req: WorkerRequest | CountRequest): Promise
   };
   const scratch = req.settings.tmpDir;
   try {
-    mkdirSync(scratch, { mode: 0o700 });
     const result = req.testModule
       ? await runTestModule(req.testModule, task, progress)
       : await runTask(task, peekFileSync(task.path, task.name, task.mime), req.settings, quietSignal, progress, watchChild, scratch);

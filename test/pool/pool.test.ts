@@ -3,7 +3,9 @@
 // TypeScript loading in threads under both ways the project starts.
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -234,6 +236,51 @@ t.test('a pool refuses test modules unless it was built to allow them', async (t
   await t.rejects(strict.run(stub('counter'), live()), { message: 'This pool does not load test modules.' });
   const r = await strict.run({ kind: 'text', path: doc('plain\n'), name: 'a.txt', options: { formats: ['markdown'] } }, live());
   t.equal(r.outputs[0]!.content, 'plain\n');
+});
+
+t.test('a conversion that writes no scratch file makes no scratch folder; a URL fetch makes its folder and it is removed', async (t) => {
+  const own = mkdtempSync(path.join(os.tmpdir(), 'docpipe-pool-scratch-'));
+  // A URL conversion fetches from this machine: the pool must allow private addresses.
+  const urlPool = new PoolExecutor({ tmpDir: own, allowPrivateNetwork: true }, { threads: 1, taskTimeoutMs: 60_000 });
+  const server = http.createServer((_req, res) => { res.writeHead(200, { 'content-type': 'text/plain' }); res.end('Fetched words about herons.\n'); });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(async () => {
+    server.close();
+    await urlPool.close();
+    rmSync(own, { recursive: true, force: true });
+  });
+  // Every name made in the pool's scratch root, as inotify reports it.
+  const made: string[] = [];
+  const marked = new Set<string>();
+  const watcher = watch(own, (event, name) => {
+    if (event !== 'rename' || !name) return;
+    if (name.startsWith('mark-')) marked.add(name);
+    else if (!made.includes(name)) made.push(name);
+  });
+  t.teardown(() => watcher.close());
+  // inotify's events reach this event loop after the task's answer: wait for those of a marker
+  // folder made after the task, so that every event of the task has been seen before it.
+  let marks = 0;
+  const settle = async (): Promise<void> => {
+    const mark = `mark-${++marks}`;
+    mkdirSync(path.join(own, mark));
+    for (let i = 0; i < 200 && !marked.has(mark); i++) await sleep(25);
+    rmSync(path.join(own, mark), { recursive: true });
+  };
+
+  const pdf = await buildReportPdf(dir, 'scratch-report.pdf');
+  const r = await urlPool.run({ kind: 'pdf', path: pdf, name: 'report.pdf', options: { formats: ['markdown'] } }, live());
+  t.match(r.outputs[0]!.content, REPORT.title, 'the PDF converted');
+  await settle();
+  t.same(made, [], 'no folder was made for it');
+
+  const link = doc(`http://127.0.0.1:${(server.address() as AddressInfo).port}/herons.txt\n`);
+  const u = await urlPool.run({ kind: 'url', path: link, name: 'herons.url', options: { formats: ['markdown'] } }, live());
+  t.match(u.outputs[0]!.content, /Fetched words about herons/, 'the URL converted');
+  await settle();
+  t.equal(made.length, 1, 'the fetch made one folder');
+  t.match(made[0], /^pool_/, 'named by the pool');
+  t.same(readdirSync(own), [], 'and it was removed after the task');
 });
 
 t.test('scratch directories are removed, also for tasks whose thread was terminated', async (t) => {

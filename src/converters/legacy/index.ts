@@ -12,6 +12,7 @@ import { countLegacy } from './count.js';
 import { ApiError } from '../../errors.js';
 import { FORMATS, FORMATS_OF, acceptsLegacy, formatOfFile, formatOfPeek, wrongKind, type LegacyFormat, type OfficeKind } from './formats.js';
 import { requireEngine, toTwin } from './soffice.js';
+import { scratchDir } from '../shared/scratch-dir.js';
 
 export { FORMATS, formatOfPeek, type LegacyFormat } from './formats.js';
 export { PACKAGES, findSoffice } from './soffice.js';
@@ -78,7 +79,7 @@ export function withLegacyFormats(kind: OfficeKind, conv: Converter): Converter 
       if (!format) return conv.convert(file, options, ctx);
       // LibreOffice has no zip limits of its own: an OpenDocument bomb stops here.
       if (format.startsWith('od')) await checkZip(file, ctx.signal);
-      const twin = await toTwin(file, format, { signal: ctx.signal, tmpDir: ctx.tmpDir, watchChild: ctx.watchChild });
+      const twin = await toTwin(file, format, { signal: ctx.signal, tmpDir: scratchDir(ctx), watchChild: ctx.watchChild });
       const result = await conv.convert(twin, options, ctx);
       const { units } = await conv.count(twin, options);
       return { ...result, units, mime: FORMATS[format].mediaTypes[0] };
